@@ -1,0 +1,31 @@
+set(G4_WARNINGS -Wall -Wextra -Wno-unused-parameter)
+if(G4_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+
+# g4_library(target dir): a static library of src/<dir>/*.cc (not recursive).
+function(g4_library target dir)
+  file(GLOB srcs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${dir}/*.cc)
+  add_library(${target} STATIC ${srcs})
+  target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+  target_compile_options(${target} PRIVATE ${G4_WARNINGS})
+endfunction()
+
+# g4_test_suite(dir libs...): one GoogleTest binary of tests/<dir>/*_test.cc, registered
+# test by test with ctest. Tests run from the repo root so ../shared/golden resolves.
+function(g4_test_suite dir)
+  file(GLOB srcs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/${dir}/*.cc)
+  if(NOT srcs)
+    return()
+  endif()
+  set(target g4_${dir}_tests)
+  add_executable(${target} ${srcs})
+  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
+  target_compile_options(${target} PRIVATE ${G4_WARNINGS})
+  target_link_libraries(${target} PRIVATE ${ARGN} GTest::gtest GTest::gtest_main GTest::gmock)
+  target_compile_definitions(${target} PRIVATE G4_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+                             G4_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  include(GoogleTest)
+  gtest_discover_tests(${target} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} DISCOVERY_TIMEOUT 60)
+endfunction()

@@ -1,0 +1,31 @@
+// CPU kernels: Highway SIMD with runtime ISA dispatch (the best target the running CPU
+// supports, chosen once), multithreaded on the caller's ThreadPool. Each is tested against its
+// ref twin (tests/kernels/). Contracts: see the op headers in src/ops/ (same file stems).
+// Ops without a CPU kernel here (rope) use the ref kernel.
+#pragma once
+
+#include "ops/attention.h"
+#include "ops/elementwise.h"
+#include "ops/embed.h"
+#include "ops/gelu.h"
+#include "ops/matmul.h"
+#include "ops/rms_norm.h"
+#include "ops/softcap.h"
+
+namespace g4::cpu {
+
+// Name of the SIMD target dispatch selects on this machine, e.g. "AVX2", "AVX3", "NEON".
+const char* TargetName();
+
+void MatMul(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y);
+void RmsNorm(ThreadPool& pool, const float* x, const TensorView& w, int64_t R, int64_t D, float eps,
+             float* out);
+void Attention(ThreadPool& pool, const AttentionArgs& a);
+void GeluMul(ThreadPool& pool, const float* gate, const float* up, int64_t n, float* out);
+void Softcap(ThreadPool& pool, float* x, int64_t n, float cap);
+void Embed(ThreadPool& pool, const TensorView& table, const int32_t* ids, int64_t T, float scale,
+           float* out);
+void Add(ThreadPool& pool, const float* a, const float* b, int64_t n, float* out);
+void Scale(ThreadPool& pool, float* x, int64_t n, float s);
+
+}  // namespace g4::cpu

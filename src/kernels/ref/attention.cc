@@ -1,0 +1,47 @@
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kernels/ref/kernels.h"
+
+namespace g4::ref {
+
+void Attention(ThreadPool&, const AttentionArgs& a) {
+  const int64_t D = a.head_dim, group = a.n_heads / a.n_kv_heads;
+  std::vector<double> scores(static_cast<size_t>(a.S));
+  for (int64_t t = 0; t < a.T; ++t) {
+    for (int64_t h = 0; h < a.n_heads; ++h) {
+      const float* q = a.q + (t * a.n_heads + h) * D;
+      const int64_t kvh = h / group;
+      double max_s = -std::numeric_limits<double>::infinity();
+      for (int64_t s = 0; s < a.S; ++s) {
+        const int32_t kp = a.k_pos[s], qp = a.q_pos[t];
+        const bool visible = kp >= 0 && kp <= qp && (a.window <= 0 || qp - kp < a.window);
+        if (!visible) {
+          scores[s] = -std::numeric_limits<double>::infinity();
+          continue;
+        }
+        const float* k = a.k + (s * a.n_kv_heads + kvh) * D;
+        double dot = 0.0;
+        for (int64_t d = 0; d < D; ++d) dot += static_cast<double>(q[d]) * k[d];
+        scores[s] = dot * a.scale;
+        if (scores[s] > max_s) max_s = scores[s];
+      }
+      float* o = a.out + (t * a.n_heads + h) * D;
+      std::vector<double> acc(static_cast<size_t>(D), 0.0);
+      double denom = 0.0;
+      if (max_s != -std::numeric_limits<double>::infinity()) {
+        for (int64_t s = 0; s < a.S; ++s) {
+          if (scores[s] == -std::numeric_limits<double>::infinity()) continue;
+          const double p = std::exp(scores[s] - max_s);
+          denom += p;
+          const float* v = a.v + (s * a.n_kv_heads + kvh) * D;
+          for (int64_t d = 0; d < D; ++d) acc[d] += p * v[d];
+        }
+      }
+      for (int64_t d = 0; d < D; ++d) o[d] = denom > 0 ? static_cast<float>(acc[d] / denom) : 0.0f;
+    }
+  }
+}
+
+}  // namespace g4::ref

@@ -1,0 +1,49 @@
+// Gemma4Model: a loaded Gemma 4 text decoder (config + weights mapped from the checkpoint) and
+// its forward pass, written once against the op interface (ops/backend.h). Every step follows
+// ../shared/spec/gemma4.md §2 in order; activations are f32, weights stay in their file dtype.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "loader/weight_store.h"
+#include "model/config.h"
+#include "model/weights.h"
+#include "ops/backend.h"
+
+namespace g4 {
+
+// Optional debugging outputs of a forward pass, laid out like the golden hidden.f32 / ple.f32.
+struct ForwardTrace {
+  std::vector<float> ple;     // [T, L, P]
+  std::vector<float> hidden;  // [L + 1, T, H]: x0, then each layer's output after layer_scalar
+};
+
+class Gemma4Model {
+ public:
+  // Reads DIR/config.json (+ generation_config.json) and maps the safetensors. Validates every
+  // tensor's presence, dtype and shape before returning. Logs nothing.
+  static StatusOr<std::unique_ptr<Gemma4Model>> Load(const std::string& dir);
+
+  const ModelConfig& config() const { return config_; }
+  const ModelWeights& weights() const { return weights_; }
+  const WeightStore& store() const { return *store_; }
+  // "bf16", "f32", "f16", or e.g. "bf16+f32" when the checkpoint mixes dtypes.
+  std::string WeightDTypes() const;
+
+  // Logits [T, vocab] for a fresh sequence ids[0..T) at positions 0..T-1.
+  StatusOr<std::vector<float>> Forward(Backend& backend, std::span<const int32_t> ids,
+                                       ForwardTrace* trace = nullptr) const;
+
+ private:
+  Gemma4Model() = default;
+
+  ModelConfig config_;
+  std::unique_ptr<WeightStore> store_;
+  ModelWeights weights_;
+};
+
+}  // namespace g4

@@ -1,0 +1,37 @@
+// Synthetic checkpoints: a real-format Gemma 4 checkpoint directory (config.json shaped like
+// the released multimodal one, generation_config.json, safetensors with the released tensor
+// names, sharded above 4 GB, the unused k/v tensors of KV-shared layers included) filled with
+// seeded random weights scaled so activations stay finite and every part of the network
+// matters (the scheme of ../shared/reference/make_tiny.py). Used by `g4 make-model`, tests and
+// benchmarks, so none of them needs a download.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/dtype.h"
+#include "core/status.h"
+
+namespace g4 {
+
+struct SyntheticOptions {
+  std::string preset = "tiny";  // tiny | e2b | e4b | 31b-like
+  DType dtype = DType::kBF16;   // F32 or BF16
+  uint64_t seed = 0;
+  // Overrides of the preset (unset = keep the preset's value).
+  std::optional<int> layers, hidden, vocab, heads, kv_heads, intermediate, window, kv_shared_layers,
+      ple_dim, head_dim, global_head_dim;
+  uint64_t max_shard_bytes = uint64_t{4} << 30;
+  bool text_only_layout = false;  // "model." prefix and a flat gemma4_text config
+};
+
+// The config.json object the options describe (validated by ParseModelConfig).
+StatusOr<nlohmann::ordered_json> SyntheticConfig(const SyntheticOptions& options);
+
+// Writes config.json, generation_config.json and the safetensors into out_dir (created).
+Status WriteSyntheticCheckpoint(const SyntheticOptions& options, const std::string& out_dir);
+
+}  // namespace g4

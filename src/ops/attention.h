@@ -1,0 +1,29 @@
+// Attention: softmax(q k^T * scale + mask) v for every query head, with GQA/MQA (query head h
+// reads KV head h / (n_heads / n_kv_heads)). The mask is computed from absolute positions,
+// never from slot order: key s is visible to query t iff k_pos[s] >= 0 (a filled slot),
+// k_pos[s] <= q_pos[t], and, when window > 0, q_pos[t] - k_pos[s] < window.
+// Head dims are any size (Gemma 4 mixes 256 and 512); softmax in f32 (ref: f64).
+// A query that sees no key gets zeros.
+#pragma once
+
+#include <cstdint>
+
+#include "core/thread_pool.h"
+
+namespace g4 {
+
+struct AttentionArgs {
+  const float* q = nullptr;        // [T, n_heads, head_dim]
+  const float* k = nullptr;        // [S, n_kv_heads, head_dim]
+  const float* v = nullptr;        // [S, n_kv_heads, head_dim]
+  const int32_t* q_pos = nullptr;  // [T]
+  const int32_t* k_pos = nullptr;  // [S]; negative = empty slot
+  int64_t T = 0, S = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0;
+  int32_t window = 0;              // 0: causal only
+  float scale = 1.0f;
+  float* out = nullptr;            // [T, n_heads, head_dim]
+};
+
+using AttentionFn = void (*)(ThreadPool& pool, const AttentionArgs& args);
+
+}  // namespace g4

@@ -1,0 +1,13 @@
+// Embed: a gather of table rows widened to f32 and multiplied by `scale`.
+// table: [V, D] in a float dtype; ids: [T], each in [0, V) (callers validate); out: [T, D] f32.
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+
+namespace g4 {
+using EmbedFn = void (*)(ThreadPool& pool, const TensorView& table, const int32_t* ids, int64_t T,
+                         float scale, float* out);
+}  // namespace g4

@@ -1,0 +1,14 @@
+// MatMul: the linear layer, y = x @ w^T (PyTorch nn.Linear without bias).
+// w: [N, K] in its file dtype (F32, BF16 or F16), widened to f32 in registers; x: [T, K] f32;
+// y: [T, N] f32, must not alias x. Accumulation in f32 (ref: f64).
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+
+namespace g4 {
+using MatMulFn = void (*)(ThreadPool& pool, const TensorView& w, const float* x, int64_t T,
+                          float* y);
+}  // namespace g4

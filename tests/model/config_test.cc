@@ -1,0 +1,151 @@
+// ModelConfig parsing: both config forms, per-layer expansion (head dims, KV heads, donors,
+// MLP widths), and refusals with messages that name the field.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "model/config.h"
+#include "model/synthetic.h"
+
+namespace g4 {
+namespace {
+
+using ::testing::HasSubstr;
+using json = nlohmann::json;
+
+json E2bConfig() {
+  SyntheticOptions o;
+  o.preset = "e2b";
+  return json::parse(SyntheticConfig(o)->dump());
+}
+
+TEST(ConfigTest, E2bLayersMatchTheSpecTable) {
+  auto c = ParseModelConfig(E2bConfig(), nullptr);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_EQ(c->num_layers, 35);
+  EXPECT_EQ(c->vocab_size, 262144);
+  EXPECT_EQ(c->hidden_size, 1536);
+  for (const LayerConfig& l : c->layers) {
+    const bool full = (l.index + 1) % 5 == 0;
+    EXPECT_EQ(l.sliding(), !full) << l.index;
+    EXPECT_EQ(l.head_dim, full ? 512 : 256) << l.index;
+    EXPECT_EQ(l.n_heads, 8);
+    EXPECT_EQ(l.n_kv_heads, 1);
+    EXPECT_EQ(l.mlp_width, l.index >= 15 ? 12288 : 6144) << l.index;
+    EXPECT_EQ(l.kv_source, l.index < 15 ? l.index : (full ? 14 : 13)) << l.index;
+  }
+  EXPECT_EQ(c->eos_ids, (std::vector<int>{1, 106}));
+}
+
+TEST(ConfigTest, ProportionalRopeRotatesOnlyTheFirstQuarterPairs) {
+  auto c = ParseModelConfig(E2bConfig(), nullptr);
+  ASSERT_TRUE(c.ok());
+  const std::vector<float> full = c->InvFreq(c->layers[4]);
+  ASSERT_EQ(full.size(), 256u);
+  EXPECT_FLOAT_EQ(full[0], 1.0f);
+  // Exponent denominator is the full head dim 512, not the rotated width 128.
+  EXPECT_FLOAT_EQ(full[63], static_cast<float>(std::pow(1e6, -2.0 * 63 / 512)));
+  for (size_t j = 64; j < 256; ++j) EXPECT_EQ(full[j], 0.0f) << j;
+  const std::vector<float> sliding = c->InvFreq(c->layers[0]);
+  ASSERT_EQ(sliding.size(), 128u);
+  EXPECT_FLOAT_EQ(sliding[127], static_cast<float>(std::pow(1e4, -2.0 * 127 / 256)));
+}
+
+TEST(ConfigTest, TextOnlyFormAndPerLayerConfigForm) {
+  json text = E2bConfig()["text_config"];
+  // The newer transformers form: per_layer_config replaces the flat global fields.
+  text.erase("global_head_dim");
+  text["per_layer_config"] = json::object();
+  for (int i = 4; i < 35; i += 5) text["per_layer_config"][std::to_string(i)] = {{"head_dim", 512}};
+  auto c = ParseModelConfig(text, nullptr);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->model_type, "gemma4_text");
+  EXPECT_EQ(c->layers[4].head_dim, 512);
+  EXPECT_EQ(c->layers[3].head_dim, 256);
+}
+
+TEST(ConfigTest, KEqVUsesGlobalKvHeadsOnFullLayers) {
+  SyntheticOptions o;
+  o.preset = "31b-like";
+  auto c = ParseModelConfig(json::parse(SyntheticConfig(o)->dump()), nullptr);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  for (const LayerConfig& l : c->layers) {
+    EXPECT_EQ(l.has_v_proj, l.sliding());
+    EXPECT_EQ(l.n_kv_heads, l.sliding() ? 4 : 2);
+    EXPECT_FALSE(l.kv_shared());
+  }
+  EXPECT_EQ(c->ple_width, 0);
+}
+
+TEST(ConfigTest, DonorIsLastNonSharedLayerOfSameType) {
+  using LT = LayerType;
+  // S S F S S | S F S F : first shared = 5; donors: sliding -> 4, full -> 2.
+  const std::vector<LT> t = {LT::kSliding, LT::kSliding, LT::kFull,    LT::kSliding, LT::kSliding,
+                             LT::kSliding, LT::kFull,    LT::kSliding, LT::kFull};
+  EXPECT_EQ(KvDonor(t, 4, 3), 3);
+  EXPECT_EQ(KvDonor(t, 4, 5), 4);
+  EXPECT_EQ(KvDonor(t, 4, 6), 2);
+  EXPECT_EQ(KvDonor(t, 4, 8), 2);
+  EXPECT_EQ(KvDonor(t, 0, 8), 8);
+}
+
+TEST(ConfigTest, EosIdsFromGenerationConfigToo) {
+  json gen = {{"eos_token_id", {1, 106, 50}}};
+  auto c = ParseModelConfig(E2bConfig(), &gen);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->eos_ids, (std::vector<int>{1, 106, 50}));
+}
+
+TEST(ConfigTest, UnknownArchitectureIsRefused) {
+  json cfg = {{"model_type", "llama"}, {"hidden_size", 64}};
+  auto c = ParseModelConfig(cfg, nullptr);
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("unknown architecture"));
+  EXPECT_THAT(c.status().message(), HasSubstr("llama"));
+}
+
+TEST(ConfigTest, MoeIsRefusedAsNotSupportedYet) {
+  json cfg = E2bConfig();
+  cfg["text_config"]["enable_moe_block"] = true;
+  auto c = ParseModelConfig(cfg, nullptr);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kUnimplemented);
+  EXPECT_THAT(c.status().message(), HasSubstr("MoE"));
+  EXPECT_THAT(c.status().message(), HasSubstr("not supported yet"));
+}
+
+TEST(ConfigTest, MissingAndMistypedFieldsAreNamed) {
+  json cfg = E2bConfig();
+  cfg["text_config"].erase("hidden_size");
+  auto c = ParseModelConfig(cfg, nullptr, "x/config.json");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("x/config.json: text_config.hidden_size is missing"));
+
+  cfg = E2bConfig();
+  cfg["text_config"]["num_attention_heads"] = "eight";
+  c = ParseModelConfig(cfg, nullptr);
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("num_attention_heads must be an integer"));
+
+  cfg = E2bConfig();
+  cfg["text_config"]["layer_types"][3] = "local";
+  c = ParseModelConfig(cfg, nullptr);
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("layer_types[3]"));
+
+  cfg = E2bConfig();
+  cfg["text_config"]["rope_parameters"]["full_attention"]["rope_type"] = "yarn";
+  c = ParseModelConfig(cfg, nullptr);
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("rope_type 'yarn'"));
+}
+
+TEST(ConfigTest, LastLayerIsForcedFullAsInTransformers) {
+  json cfg = E2bConfig();
+  cfg["text_config"]["layer_types"][34] = "sliding_attention";
+  auto c = ParseModelConfig(cfg, nullptr);
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(c->layers[34].sliding());
+}
+
+}  // namespace
+}  // namespace g4

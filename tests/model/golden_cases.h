@@ -1,0 +1,28 @@
+// Discovery and loading of golden cases: ../shared/golden/<case>/ (NumPy float64 reference)
+// and tests/data/hf/<case>/ (Hugging Face transformers, fp32). Each case folder holds a
+// checkpoint, input_ids.json, logits.f32 [T, vocab] and meta.json (tolerance, argmax).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace g4::testing {
+
+struct GoldenCase {
+  std::string name;  // "golden/tiny-short", "hf/hf-e2b-like"
+  std::string dir;
+};
+
+// Folder of the shared golden cases (../shared/golden from the repo root).
+std::string SharedGoldenDir();
+// All case folders that exist; shared ones first.
+std::vector<GoldenCase> FindGoldenCases();
+
+// Raw little-endian float32 file; empty on error.
+std::vector<float> ReadF32File(const std::string& path);
+nlohmann::json ReadJson(const std::string& path);
+std::vector<int32_t> ReadIds(const std::string& path);
+
+}  // namespace g4::testing

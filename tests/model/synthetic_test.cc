@@ -1,0 +1,109 @@
+// `g4 make-model` checkpoints: the released E2B/E4B shapes exactly, the 31B features, sharding,
+// both layouts, and deterministic seeded weights.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "model/gemma4.h"
+#include "model/synthetic.h"
+
+namespace g4 {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path TempCase(const std::string& name) {
+  fs::path p = fs::path(::testing::TempDir()) / ("g4_synth_" + name);
+  fs::remove_all(p);
+  return p;
+}
+
+TEST(SyntheticTest, E2bTensorShapesAreTheReleasedOnes) {
+  SyntheticOptions o;
+  o.preset = "e2b";
+  auto cfg = ParseModelConfig(nlohmann::json::parse(SyntheticConfig(o)->dump()), nullptr);
+  ASSERT_TRUE(cfg.ok());
+  std::map<std::string, std::vector<int64_t>> shapes;
+  int64_t params = 0;
+  for (const TensorSlot& s : ListTensors(*cfg, nullptr)) {
+    shapes[s.name] = s.shape;
+    int64_t n = 1;
+    for (int64_t d : s.shape) n *= d;
+    params += n;
+  }
+  using V = std::vector<int64_t>;
+  EXPECT_EQ(shapes["embed_tokens.weight"], (V{262144, 1536}));
+  EXPECT_EQ(shapes["embed_tokens_per_layer.weight"], (V{262144, 8960}));
+  EXPECT_EQ(shapes["per_layer_model_projection.weight"], (V{8960, 1536}));
+  EXPECT_EQ(shapes["layers.0.self_attn.q_proj.weight"], (V{2048, 1536}));
+  EXPECT_EQ(shapes["layers.4.self_attn.q_proj.weight"], (V{4096, 1536}));
+  EXPECT_EQ(shapes["layers.4.self_attn.k_proj.weight"], (V{512, 1536}));
+  EXPECT_EQ(shapes["layers.34.self_attn.k_proj.weight"], (V{512, 1536}));  // present, unused
+  EXPECT_EQ(shapes["layers.14.mlp.gate_proj.weight"], (V{6144, 1536}));
+  EXPECT_EQ(shapes["layers.15.mlp.gate_proj.weight"], (V{12288, 1536}));
+  EXPECT_EQ(shapes["layers.15.mlp.down_proj.weight"], (V{1536, 12288}));
+  EXPECT_EQ(shapes["layers.0.per_layer_input_gate.weight"], (V{256, 1536}));
+  EXPECT_EQ(shapes["layers.0.layer_scalar"], (V{1}));
+  // Text decoder of E2B: ~0.40B embedding + 2.35B PLE table + ~1.9B decoder.
+  EXPECT_GT(params, 4'500'000'000);
+  EXPECT_LT(params, 4'800'000'000);
+}
+
+TEST(SyntheticTest, ShardsAboveTheLimitAndLoadsBack) {
+  const fs::path dir = TempCase("sharded");
+  SyntheticOptions o;
+  o.preset = "tiny";
+  o.dtype = DType::kF32;
+  o.max_shard_bytes = 64 * 1024;  // forces several shards on the tiny model
+  ASSERT_TRUE(WriteSyntheticCheckpoint(o, dir.string()).ok());
+  EXPECT_TRUE(fs::exists(dir / "model.safetensors.index.json"));
+  EXPECT_FALSE(fs::exists(dir / "model.safetensors"));
+
+  const fs::path single = TempCase("single");
+  o.max_shard_bytes = uint64_t{4} << 30;
+  ASSERT_TRUE(WriteSyntheticCheckpoint(o, single.string()).ok());
+
+  auto a = Gemma4Model::Load(dir.string());
+  auto b = Gemma4Model::Load(single.string());
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  Backend be(BackendKind::kCpu, 2);
+  const std::vector<int32_t> ids = {2, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100};
+  auto la = (*a)->Forward(be, ids);
+  auto lb = (*b)->Forward(be, ids);
+  ASSERT_TRUE(la.ok() && lb.ok());
+  EXPECT_EQ(*la, *lb);  // same seed, same values, bit for bit
+  fs::remove_all(dir);
+  fs::remove_all(single);
+}
+
+TEST(SyntheticTest, TextOnlyLayoutAndKEqVRun) {
+  const fs::path dir = TempCase("31b_like");
+  SyntheticOptions o;
+  o.preset = "31b-like";
+  o.dtype = DType::kBF16;
+  o.text_only_layout = true;
+  ASSERT_TRUE(WriteSyntheticCheckpoint(o, dir.string()).ok());
+  auto m = Gemma4Model::Load(dir.string());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ((*m)->WeightDTypes(), "bf16");
+  EXPECT_TRUE((*m)->weights().layers[5].v_proj.empty());  // k_eq_v full layer
+  Backend cpu(BackendKind::kCpu, 2), ref(BackendKind::kRef, 1);
+  std::vector<int32_t> ids;
+  for (int i = 0; i < 40; ++i) ids.push_back((i * 37 + 2) % 1024);  // crosses window 16
+  auto a = (*m)->Forward(cpu, ids);
+  auto b = (*m)->Forward(ref, ids);
+  ASSERT_TRUE(a.ok() && b.ok());
+  double max_diff = 0, max_abs = 0;
+  for (size_t i = 0; i < a->size(); ++i) {
+    ASSERT_TRUE(std::isfinite((*a)[i]));
+    max_diff = std::max(max_diff, std::fabs(double((*a)[i]) - (*b)[i]));
+    max_abs = std::max(max_abs, std::fabs(double((*b)[i])));
+  }
+  EXPECT_LE(max_diff, 1e-3 * max_abs);
+  EXPECT_GT(max_abs, 0.1);  // not a dead network
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace g4

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# End-to-end check of the g4 binary: make-model writes a checkpoint, logits runs it on both
+# backends, the first stderr line is the device policy, the output file is [T, vocab] float32,
+# and bad input exits non-zero with a message naming the problem.
+set -uo pipefail
+G4="$1"
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$G4" make-model --preset tiny --dtype bf16 --seed 3 --out "$TMP/m" 2>"$TMP/make.err" || fail "make-model: $(cat "$TMP/make.err")"
+[ -f "$TMP/m/config.json" ] && [ -f "$TMP/m/model.safetensors" ] || fail "make-model wrote no checkpoint"
+
+for backend in cpu ref; do
+  "$G4" logits --model "$TMP/m" --ids 2,17,33 --backend "$backend" --out "$TMP/l_$backend.f32" \
+    >"$TMP/out_$backend" 2>"$TMP/err_$backend" || fail "logits --backend $backend: $(cat "$TMP/err_$backend")"
+  first=$(head -n1 "$TMP/err_$backend")
+  [[ "$first" == "g4: device policy: backend=$backend "*"compute=f32 weights=bf16" ]] \
+    || fail "first stderr line is not the device policy: '$first'"
+  grep -q "^T=3 vocab=512$" "$TMP/out_$backend" || fail "summary: $(cat "$TMP/out_$backend")"
+  size=$(stat -c %s "$TMP/l_$backend.f32")
+  [ "$size" -eq $((3 * 512 * 4)) ] || fail "logits file has $size bytes, expected $((3 * 512 * 4))"
+done
+cmp -s <(grep argmax "$TMP/out_cpu") <(grep argmax "$TMP/out_ref") || fail "cpu and ref argmax differ"
+
+if "$G4" logits --model "$TMP/m" --ids 2,9999 >/dev/null 2>"$TMP/bad"; then fail "out-of-vocab id accepted"; fi
+grep -q "token id 9999 at position 1 is outside the vocabulary" "$TMP/bad" || fail "bad id message: $(cat "$TMP/bad")"
+if "$G4" logits --model "$TMP/none" --ids 2 >/dev/null 2>"$TMP/bad"; then fail "missing model accepted"; fi
+grep -q "$TMP/none" "$TMP/bad" || fail "missing-model message does not name the path: $(cat "$TMP/bad")"
+if "$G4" logits --model "$TMP/m" --ids 2 --backend gpu >/dev/null 2>"$TMP/bad"; then fail "unknown backend accepted"; fi
+grep -q "unknown backend 'gpu'" "$TMP/bad" || fail "backend message: $(cat "$TMP/bad")"
+echo "cli_test: ok"

@@ -1,0 +1,17 @@
+// Subcommands of the `g4` binary. Each registers its options on the CLI11 app and returns the
+// exit code of its run; the library underneath reports errors as Status, printed here.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace g4::cli {
+
+// A registered subcommand: run() is called when it was selected on the command line.
+using RunFn = std::function<int()>;
+
+RunFn AddLogitsCommand(CLI::App& app);
+RunFn AddMakeModelCommand(CLI::App& app);
+
+}  // namespace g4::cli

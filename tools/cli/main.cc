@@ -1,0 +1,23 @@
+// g4: the Gemma 4 inference engine's command-line front end.
+#include <cstdio>
+#include <vector>
+
+#include "commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"g4: a Gemma 4 inference engine"};
+  app.require_subcommand(1);
+  std::vector<std::pair<CLI::App*, g4::cli::RunFn>> commands;
+  auto add = [&](g4::cli::RunFn (*adder)(CLI::App&)) {
+    const size_t before = app.get_subcommands({}).size();
+    g4::cli::RunFn run = adder(app);
+    commands.emplace_back(app.get_subcommands({})[before], std::move(run));
+  };
+  add(g4::cli::AddLogitsCommand);
+  add(g4::cli::AddMakeModelCommand);
+  CLI11_PARSE(app, argc, argv);
+  for (auto& [sub, run] : commands) {
+    if (sub->parsed()) return run();
+  }
+  return 1;
+}

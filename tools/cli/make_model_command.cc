@@ -1,0 +1,76 @@
+// `g4 make-model`: writes a synthetic real-format Gemma 4 checkpoint (see model/synthetic.h).
+#include <memory>
+
+#include "commands.h"
+#include "core/log.h"
+#include "model/synthetic.h"
+
+namespace g4::cli {
+namespace {
+
+struct MakeModelArgs {
+  SyntheticOptions options;
+  std::string dtype = "bf16";
+  std::string out;
+  // -1: keep the preset's value.
+  int layers = -1, hidden = -1, vocab = -1, heads = -1, kv_heads = -1, intermediate = -1,
+      window = -1, shared = -1, ple_dim = -1;
+};
+
+int Run(MakeModelArgs& a) {
+  SyntheticOptions& o = a.options;
+  if (a.dtype == "bf16") {
+    o.dtype = DType::kBF16;
+  } else if (a.dtype == "f32") {
+    o.dtype = DType::kF32;
+  } else if (a.dtype == "f16") {
+    o.dtype = DType::kF16;
+  } else {
+    LogError("--dtype must be bf16, f32 or f16 (got '" + a.dtype + "')");
+    return 1;
+  }
+  auto set = [](int v, std::optional<int>* field) {
+    if (v >= 0) *field = v;
+  };
+  set(a.layers, &o.layers);
+  set(a.hidden, &o.hidden);
+  set(a.vocab, &o.vocab);
+  set(a.heads, &o.heads);
+  set(a.kv_heads, &o.kv_heads);
+  set(a.intermediate, &o.intermediate);
+  set(a.window, &o.window);
+  set(a.shared, &o.kv_shared_layers);
+  set(a.ple_dim, &o.ple_dim);
+  const Status s = WriteSyntheticCheckpoint(o, a.out);
+  if (!s.ok()) {
+    LogError(s.ToString());
+    return 1;
+  }
+  LogInfo("wrote " + a.out);
+  return 0;
+}
+
+}  // namespace
+
+RunFn AddMakeModelCommand(CLI::App& app) {
+  auto a = std::make_shared<MakeModelArgs>();
+  CLI::App* sub = app.add_subcommand("make-model", "Write a synthetic Gemma 4 checkpoint");
+  sub->add_option("--preset", a->options.preset, "tiny | e2b | e4b | 31b-like");
+  sub->add_option("--dtype", a->dtype, "bf16 | f32 | f16");
+  sub->add_option("--seed", a->options.seed, "Seed of the random weights");
+  sub->add_option("--out", a->out, "Output directory")->required();
+  sub->add_option("--layers", a->layers, "Number of layers (keeps the preset's pattern)");
+  sub->add_option("--hidden", a->hidden, "Hidden size");
+  sub->add_option("--vocab", a->vocab, "Vocabulary size");
+  sub->add_option("--heads", a->heads, "Query heads");
+  sub->add_option("--kv-heads", a->kv_heads, "KV heads of sliding layers");
+  sub->add_option("--intermediate", a->intermediate, "MLP width");
+  sub->add_option("--window", a->window, "Sliding window");
+  sub->add_option("--kv-shared-layers", a->shared, "KV-shared layers at the end");
+  sub->add_option("--ple-dim", a->ple_dim, "Per-layer-embedding width (0: no PLE)");
+  sub->add_flag("--text-only", a->options.text_only_layout,
+                "Gemma4ForCausalLM layout (model. prefix, flat config)");
+  return [a] { return Run(*a); };
+}
+
+}  // namespace g4::cli
