@@ -133,12 +133,16 @@ StatusOr<std::vector<LayerType>> ParseLayerTypes(const Fields& f, int num_layers
 }
 
 // Per-layer overrides of the newer config form: per_layer_config {"i": {head_dim, ...}}.
+// transformers zero-pads the keys to the widest index ("04" ... "34"), so keys are compared as
+// numbers, not strings.
 const json* LayerOverride(const Fields& f, int i) {
   if (!f.Has("per_layer_config") || !f.Get("per_layer_config").is_object()) return nullptr;
-  const json& plc = f.Get("per_layer_config");
-  auto it = plc.find(std::to_string(i));
-  if (it == plc.end() || !it->is_object()) return nullptr;
-  return &*it;
+  for (const auto& [key, value] : f.Get("per_layer_config").items()) {
+    if (key.empty() || key.size() > 9 || !value.is_object()) continue;
+    if (key.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (std::stoi(key) == i) return &value;
+  }
+  return nullptr;
 }
 
 Status BuildLayers(const Fields& f, ModelConfig* c) {

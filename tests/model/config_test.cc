@@ -55,11 +55,15 @@ TEST(ConfigTest, TextOnlyFormAndPerLayerConfigForm) {
   // The newer transformers form: per_layer_config replaces the flat global fields.
   text.erase("global_head_dim");
   text["per_layer_config"] = json::object();
-  for (int i = 4; i < 35; i += 5) text["per_layer_config"][std::to_string(i)] = {{"head_dim", 512}};
+  // Keys as transformers writes them: zero-padded to the widest index.
+  for (int i = 4; i < 35; i += 5) {
+    text["per_layer_config"][(i < 10 ? "0" : "") + std::to_string(i)] = {{"head_dim", 512}};
+  }
   auto c = ParseModelConfig(text, nullptr);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->model_type, "gemma4_text");
   EXPECT_EQ(c->layers[4].head_dim, 512);
+  EXPECT_EQ(c->layers[34].head_dim, 512);
   EXPECT_EQ(c->layers[3].head_dim, 256);
 }
 
