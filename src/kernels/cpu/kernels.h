@@ -4,6 +4,9 @@
 // Ops without a CPU kernel here (rope) use the ref kernel.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "ops/attention.h"
 #include "ops/elementwise.h"
 #include "ops/embed.h"
@@ -16,6 +19,14 @@ namespace g4::cpu {
 
 // Name of the SIMD target dispatch selects on this machine, e.g. "AVX2", "AVX3", "NEON".
 const char* TargetName();
+
+// For tests and benchmarks: the targets that are both compiled in and supported by this CPU,
+// best first (e.g. {"AVX3_DL", "AVX3", "AVX2", "SSE4", "SSSE3", "EMU128"}), and restricting
+// dispatch to one of them so each code path can be checked on one machine. An empty name
+// restores the default choice. Returns false (and changes nothing) for a name not in the list.
+// Not thread-safe: call it only while no kernel is running.
+std::vector<std::string> AvailableTargets();
+bool SetTargetForTesting(const std::string& name);
 
 void MatMul(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y);
 void RmsNorm(ThreadPool& pool, const float* x, const TensorView& w, int64_t R, int64_t D, float eps,
