@@ -17,9 +17,9 @@ golden cases in shared/golden/<case>/:
 Each fixture is also cross-checked against the NumPy float64 reference
 (shared/reference/gemma4_ref.py) and the numbers go into meta.json.
 
-    /work/venv-oracle/bin/python scripts/make_reference.py --out tests/data/hf
-    /work/venv-oracle/bin/python scripts/make_reference.py --check-golden ../shared/golden
-    /work/venv-oracle/bin/python scripts/make_reference.py --out tests/data/hf --case hf-e2b-like
+    .venv-oracle/bin/python scripts/make_reference.py --out tests/data/hf
+    .venv-oracle/bin/python scripts/make_reference.py --check-golden ../shared/golden
+    .venv-oracle/bin/python scripts/make_reference.py --out tests/data/hf --case hf-e2b-like
 
 --check-golden loads every golden checkpoint in transformers and prints how far transformers'
 logits, hidden states and greedy ids are from the NumPy reference's golden files.
@@ -723,7 +723,7 @@ def build_case(name, spec, out_root, gref):
         },
         "generator": {
             "script": "scripts/make_reference.py",
-            "command": f"/work/venv-oracle/bin/python scripts/make_reference.py --out tests/data/hf --case {name}",
+            "command": f".venv-oracle/bin/python scripts/make_reference.py --out tests/data/hf --case {name}",
             **versions(),
             "seed": spec["weight_seed"],
             "prompt_seed": pseed,
