@@ -1,0 +1,26 @@
+// JSON input for the loader: whole-file reads and parsing into nlohmann::json with errors
+// reported as Status (never as exceptions) and naming the file and the parser's byte position.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+
+namespace g4 {
+
+// Reads and parses `path`. NotFound if it does not exist; InvalidArgument
+// "PATH: malformed JSON: ..." (with the byte position) if it does not parse.
+StatusOr<nlohmann::json> ReadJsonFile(const std::string& path);
+
+// Parses `text`; `what_for_messages` (usually a path) starts every error message.
+StatusOr<nlohmann::json> ParseJson(std::string_view text, const std::string& what_for_messages);
+
+// As above, with nlohmann's parser callback (called for every parse event; see
+// nlohmann::json::parser_callback_t). The callback must not throw.
+StatusOr<nlohmann::json> ParseJson(std::string_view text, const std::string& what_for_messages,
+                                   const nlohmann::json::parser_callback_t& callback);
+
+}  // namespace g4
