@@ -4,9 +4,13 @@ if(G4_SANITIZE)
   add_link_options(-fsanitize=address,undefined)
 endif()
 
-# g4_library(target dir): a static library of src/<dir>/*.cc (not recursive).
+# g4_library(target dir): a static library of src/<dir>/*.cc (recursive: subfolders of a
+# library folder, e.g. runtime/kv_cache, belong to it).
 function(g4_library target dir)
-  file(GLOB srcs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${dir}/*.cc)
+  file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${dir}/*.cc)
+  if(NOT srcs)  # a folder still being written: keep the target so links resolve
+    set(srcs ${PROJECT_SOURCE_DIR}/cmake/empty.cc)
+  endif()
   add_library(${target} STATIC ${srcs})
   target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR}/src)
   target_compile_options(${target} PRIVATE ${G4_WARNINGS})
@@ -15,7 +19,7 @@ endfunction()
 # g4_test_suite(dir libs...): one GoogleTest binary of tests/<dir>/*_test.cc, registered
 # test by test with ctest. Tests run from the repo root so ../shared/golden resolves.
 function(g4_test_suite dir)
-  file(GLOB srcs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/${dir}/*.cc)
+  file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/${dir}/*.cc)
   if(NOT srcs)
     return()
   endif()

@@ -6,9 +6,12 @@
 namespace g4 {
 namespace {
 
-// The K/V a layer attends over, produced by the layer itself or by its donor (§2.5).
+// K/V of one chunk computed by a layer that owns them: [T, nkv, hd] each, post-norm and
+// post-RoPE K, post-norm V; and the view the chunk attends over (the chunk itself without a
+// cache; cached history plus the chunk with one). KV-shared layers read their donor's view.
 struct LayerKv {
-  std::vector<float> k, v;  // [T, nkv, hd] each: post-norm, post-RoPE K; post-norm V
+  std::vector<float> k, v;
+  KvView view;
 };
 
 }  // namespace
@@ -36,16 +39,21 @@ std::string Gemma4Model::WeightDTypes() const {
 }
 
 StatusOr<std::vector<float>> Gemma4Model::Forward(Backend& be, std::span<const int32_t> ids,
-                                                  ForwardTrace* trace) const {
+                                                  const ForwardOptions& opt) const {
+  ForwardTrace* trace = opt.trace;
   const ModelConfig& c = config_;
   const ModelWeights& w = weights_;
   const int64_t T = static_cast<int64_t>(ids.size());
   const int64_t H = c.hidden_size, L = c.num_layers, P = c.ple_width, V = c.vocab_size;
   const float eps = static_cast<float>(c.rms_norm_eps);
   if (T == 0) return InvalidArgument("empty input: at least one token id is needed");
-  if (T > c.max_position_embeddings) {
-    return InvalidArgument("prompt of " + std::to_string(T) + " tokens is longer than the " +
-                           "context (max_position_embeddings = " +
+  if (opt.start_pos < 0 || (opt.start_pos > 0 && !opt.cache)) {
+    return InvalidArgument("start_pos " + std::to_string(opt.start_pos) +
+                           " needs a KV cache holding the earlier positions");
+  }
+  if (opt.start_pos + T > c.max_position_embeddings) {
+    return InvalidArgument("sequence of " + std::to_string(opt.start_pos + T) +
+                           " tokens is longer than the context (max_position_embeddings = " +
                            std::to_string(c.max_position_embeddings) + ")");
   }
   for (int64_t t = 0; t < T; ++t) {
@@ -57,7 +65,7 @@ StatusOr<std::vector<float>> Gemma4Model::Forward(Backend& be, std::span<const i
     }
   }
   std::vector<int32_t> pos(static_cast<size_t>(T));
-  for (int64_t t = 0; t < T; ++t) pos[static_cast<size_t>(t)] = static_cast<int32_t>(t);
+  for (int64_t t = 0; t < T; ++t) pos[static_cast<size_t>(t)] = opt.start_pos + static_cast<int32_t>(t);
 
   // §2.1 scaled embedding. x0 = h: [T, H]
   std::vector<float> h(static_cast<size_t>(T * H));
@@ -108,17 +116,23 @@ StatusOr<std::vector<float>> Gemma4Model::Forward(Backend& be, std::span<const i
       be.RmsNorm(own.k.data(), lw.k_norm, T * nkv, hd, eps, own.k.data());
       be.Rope(own.k.data(), pos.data(), T, nkv, hd, inv_freq.data());
       be.RmsNorm(own.v.data(), TensorView{}, T * nkv, hd, eps, own.v.data());  // no weight
+      if (opt.cache) {
+        G4_ASSIGN_OR_RETURN(own.view,
+                            opt.cache->Update(l.index, own.k.data(), own.v.data(), pos.data(), T));
+      } else {
+        own.view = KvView{own.k.data(), own.v.data(), pos.data(), T};
+      }
     }
-    const LayerKv& src = kv[static_cast<size_t>(l.kv_source)];
+    const KvView& src = kv[static_cast<size_t>(l.kv_source)].view;
     attn.resize(q.size());                                           // attn: [T, nq, hd]
     AttentionArgs args;
     args.q = q.data();
-    args.k = src.k.data();
-    args.v = src.v.data();
+    args.k = src.k;
+    args.v = src.v;
     args.q_pos = pos.data();
-    args.k_pos = pos.data();
+    args.k_pos = src.pos;
     args.T = T;
-    args.S = T;
+    args.S = src.S;
     args.n_heads = nq;
     args.n_kv_heads = nkv;
     args.head_dim = hd;
@@ -158,11 +172,13 @@ StatusOr<std::vector<float>> Gemma4Model::Forward(Backend& be, std::span<const i
   }
 
   // §2.9 final norm, tied head (unscaled embedding), softcap.
-  be.RmsNorm(h.data(), w.final_norm, T, H, eps, a.data());
-  std::vector<float> logits(static_cast<size_t>(T * V));            // logits: [T, V]
-  be.MatMul(w.embed, a.data(), T, logits.data());
+  const int64_t rows = opt.last_logits_only ? 1 : T;
+  const float* last = h.data() + (T - rows) * H;
+  be.RmsNorm(last, w.final_norm, rows, H, eps, a.data());
+  std::vector<float> logits(static_cast<size_t>(rows * V));         // logits: [rows, V]
+  be.MatMul(w.embed, a.data(), rows, logits.data());
   if (c.final_logit_softcap > 0) {
-    be.Softcap(logits.data(), T * V, static_cast<float>(c.final_logit_softcap));
+    be.Softcap(logits.data(), rows * V, static_cast<float>(c.final_logit_softcap));
   }
   return logits;
 }

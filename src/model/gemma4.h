@@ -11,6 +11,7 @@
 #include "core/status.h"
 #include "loader/weight_store.h"
 #include "model/config.h"
+#include "model/kv_store.h"
 #include "model/weights.h"
 #include "ops/backend.h"
 
@@ -34,9 +35,22 @@ class Gemma4Model {
   // "bf16", "f32", "f16", or e.g. "bf16+f32" when the checkpoint mixes dtypes.
   std::string WeightDTypes() const;
 
-  // Logits [T, vocab] for a fresh sequence ids[0..T) at positions 0..T-1.
+  struct ForwardOptions {
+    int32_t start_pos = 0;         // absolute position of ids[0]
+    KvStore* cache = nullptr;      // null: ids is the whole sequence (start_pos must be 0)
+    bool last_logits_only = false; // compute the head for the last position only
+    ForwardTrace* trace = nullptr;
+  };
+
+  // Runs ids[0..T) at positions start_pos..start_pos+T-1. Without a cache this is the full
+  // forward of a fresh sequence; with one, earlier positions come from the cache and the
+  // chunk's K/V are added to it (prefill chunks and decode steps). Returns logits [T, vocab]
+  // (or [1, vocab] with last_logits_only).
   StatusOr<std::vector<float>> Forward(Backend& backend, std::span<const int32_t> ids,
-                                       ForwardTrace* trace = nullptr) const;
+                                       const ForwardOptions& options) const;
+  StatusOr<std::vector<float>> Forward(Backend& backend, std::span<const int32_t> ids) const {
+    return Forward(backend, ids, ForwardOptions{});
+  }
 
  private:
   Gemma4Model() = default;

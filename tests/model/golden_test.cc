@@ -9,7 +9,7 @@
 #include <filesystem>
 
 #include "model/gemma4.h"
-#include "model/golden_cases.h"
+#include "common/golden_cases.h"
 
 namespace g4 {
 namespace {
@@ -91,7 +91,9 @@ TEST_P(GoldenTest, HiddenStatesMatchReference) {
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   Backend backend(p.backend, 0);
   ForwardTrace trace;
-  ASSERT_TRUE((*model)->Forward(backend, ids, &trace).ok());
+  Gemma4Model::ForwardOptions opt;
+  opt.trace = &trace;
+  ASSERT_TRUE((*model)->Forward(backend, ids, opt).ok());
   ASSERT_EQ(trace.hidden.size(), ref.size());
   const ModelConfig& c = (*model)->config();
   const size_t per_layer = ids.size() * static_cast<size_t>(c.hidden_size);

@@ -1,4 +1,4 @@
-#include "model/golden_cases.h"
+#include "common/golden_cases.h"
 
 #include <algorithm>
 #include <filesystem>

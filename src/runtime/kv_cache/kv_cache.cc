@@ -1,0 +1,73 @@
+#include "runtime/kv_cache/kv_cache.h"
+
+#include <cstdio>
+
+namespace g4 {
+
+StatusOr<std::unique_ptr<SequenceKvCache>> SequenceKvCache::Create(const ModelConfig& c,
+                                                                   int max_context,
+                                                                   int block_size) {
+  if (max_context <= 0 || max_context > c.max_position_embeddings) {
+    return InvalidArgument("context " + std::to_string(max_context) + " must be in [1, " +
+                           std::to_string(c.max_position_embeddings) +
+                           "] (max_position_embeddings)");
+  }
+  if (block_size <= 0) return InvalidArgument("KV block size must be > 0");
+  std::unique_ptr<SequenceKvCache> cache(new SequenceKvCache());
+  cache->max_context_ = max_context;
+  cache->num_layers_ = c.num_layers;
+  cache->window_ = c.sliding_window;
+  cache->layers_.resize(static_cast<size_t>(c.num_layers));
+  for (const LayerConfig& l : c.layers) {
+    if (l.kv_shared()) continue;
+    ++cache->num_cached_layers_;
+    const size_t row_bytes = static_cast<size_t>(l.n_kv_heads) * l.head_dim * sizeof(float) * 2;
+    auto& slot = cache->layers_[static_cast<size_t>(l.index)];
+    if (l.sliding()) {
+      slot.emplace<RingKvCache>(c.sliding_window, l.n_kv_heads, l.head_dim);
+      cache->ring_bytes_ += row_bytes * static_cast<size_t>(c.sliding_window);
+      ++cache->num_rings_;
+    } else {
+      slot.emplace<BlockKvCache>(l.n_kv_heads, l.head_dim, block_size, max_context);
+      cache->bytes_per_token_ += row_bytes;
+    }
+  }
+  return cache;
+}
+
+StatusOr<KvView> SequenceKvCache::Update(int layer, const float* k, const float* v,
+                                         const int32_t* pos, int64_t C) {
+  if (layer < 0 || layer >= num_layers_) return Internal("KV cache: no layer " + std::to_string(layer));
+  if (pos[C - 1] >= max_context_) {
+    return InvalidArgument("KV cache full: position " + std::to_string(pos[C - 1]) +
+                           " is past the context of " + std::to_string(max_context_));
+  }
+  auto& slot = layers_[static_cast<size_t>(layer)];
+  StatusOr<KvView> view = Internal("KV cache: layer " + std::to_string(layer) +
+                                   " is KV-shared and owns no cache");
+  if (auto* ring = std::get_if<RingKvCache>(&slot)) view = ring->Update(k, v, pos, C);
+  if (auto* blocks = std::get_if<BlockKvCache>(&slot)) view = blocks->Update(k, v, pos, C);
+  if (view.ok()) size_ = std::max(size_, pos[C - 1] + 1);
+  return view;
+}
+
+std::string SequenceKvCache::Describe() const {
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "KV cache: %d of %d layers own K/V (%d sliding rings of %d slots, %d full); "
+                "%zu B/token; rings %.1f MiB; %.1f MiB reserved for a context of %d",
+                num_cached_layers_, num_layers_, num_rings_, window_, num_cached_layers_ - num_rings_,
+                bytes_per_token_, ring_bytes_ / 1048576.0, reserved_bytes() / 1048576.0,
+                max_context_);
+  return buf;
+}
+
+void SequenceKvCache::Reset() {
+  size_ = 0;
+  for (auto& slot : layers_) {
+    if (auto* ring = std::get_if<RingKvCache>(&slot)) ring->Reset();
+    if (auto* blocks = std::get_if<BlockKvCache>(&slot)) blocks->Reset();
+  }
+}
+
+}  // namespace g4

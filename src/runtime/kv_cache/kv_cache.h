@@ -1,0 +1,55 @@
+// SequenceKvCache: the KV cache of one sequence for a Gemma 4 model. Only layers that own K/V
+// get storage (E2B: 15 of 35); KV-shared layers read their donor's view inside the forward
+// pass and never write. Sliding layers hold a ring of W slots whatever the context; full
+// layers grow in blocks up to max_context positions.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "model/config.h"
+#include "model/kv_store.h"
+#include "runtime/kv_cache/block_cache.h"
+#include "runtime/kv_cache/ring_cache.h"
+
+namespace g4 {
+
+class SequenceKvCache : public KvStore {
+ public:
+  static constexpr int kDefaultBlockSize = 256;
+
+  // max_context: most positions the sequence may hold (<= max_position_embeddings).
+  static StatusOr<std::unique_ptr<SequenceKvCache>> Create(const ModelConfig& config,
+                                                           int max_context,
+                                                           int block_size = kDefaultBlockSize);
+
+  StatusOr<KvView> Update(int layer, const float* k, const float* v, const int32_t* pos,
+                          int64_t C) override;
+
+  int max_context() const { return max_context_; }
+  // Positions stored so far (the next position to run).
+  int32_t size() const { return size_; }
+  // Bytes each new position adds (full layers only), and the bytes the sliding rings hold.
+  size_t bytes_per_token() const { return bytes_per_token_; }
+  size_t ring_bytes() const { return ring_bytes_; }
+  // What the cache holds at max_context: ring_bytes + max_context * bytes_per_token.
+  size_t reserved_bytes() const { return ring_bytes_ + bytes_per_token_ * max_context_; }
+  int num_cached_layers() const { return num_cached_layers_; }
+  // "KV cache: 15 of 35 layers own K/V (12 sliding rings of 512, 3 full); 6144 B/token; ..."
+  std::string Describe() const;
+  void Reset();
+
+ private:
+  SequenceKvCache() = default;
+
+  int max_context_ = 0;
+  int32_t size_ = 0;
+  int num_layers_ = 0, num_cached_layers_ = 0, num_rings_ = 0, window_ = 0;
+  size_t bytes_per_token_ = 0, ring_bytes_ = 0;
+  // One entry per model layer: a ring, a block cache, or nothing (KV-shared layers).
+  std::vector<std::variant<std::monostate, RingKvCache, BlockKvCache>> layers_;
+};
+
+}  // namespace g4

@@ -1,0 +1,110 @@
+// The KV cache invariant: a slot holds one absolute real position; rings keep exactly the last
+// W positions at slot p % W; positions are appended in order or refused; memory figures.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "model/synthetic.h"
+#include "runtime/kv_cache/kv_cache.h"
+
+namespace g4 {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::vector<float> Row(int n, float value) { return std::vector<float>(static_cast<size_t>(n), value); }
+
+TEST(RingKvCacheTest, SlotHoldsPositionModWindowAndOnlyTheLastW) {
+  const int W = 5, row = 3;  // 1 kv head, head dim 3
+  RingKvCache ring(W, 1, row);
+  for (int32_t p = 0; p < 13; ++p) {
+    const std::vector<float> k = Row(row, static_cast<float>(p)), v = Row(row, -static_cast<float>(p));
+    auto view = ring.Update(k.data(), v.data(), &p, 1);
+    ASSERT_TRUE(view.ok());
+    ASSERT_EQ(view->S, W);
+    for (int s = 0; s < W; ++s) {
+      const int32_t held = view->pos[s];
+      if (held < 0) {
+        EXPECT_GT(s, p);  // never-written slots only before the ring is full
+        continue;
+      }
+      EXPECT_EQ(held % W, s);
+      EXPECT_LE(held, p);
+      EXPECT_GT(held, p - W);  // exactly the window: nothing stale
+      EXPECT_EQ(view->k[s * row], static_cast<float>(held));  // the data belongs to that position
+      EXPECT_EQ(view->v[s * row], -static_cast<float>(held));
+    }
+  }
+}
+
+TEST(RingKvCacheTest, ChunkLongerThanWindowKeepsEverythingItsQueriesNeed) {
+  const int W = 4, row = 2;
+  RingKvCache ring(W, 1, row);
+  std::vector<int32_t> pos = {0, 1, 2};
+  std::vector<float> k(pos.size() * row, 1.0f), v = k;
+  ASSERT_TRUE(ring.Update(k.data(), v.data(), pos.data(), 3).ok());
+  pos = {3, 4, 5, 6, 7, 8, 9};
+  k.assign(pos.size() * row, 2.0f);
+  v = k;
+  auto view = ring.Update(k.data(), v.data(), pos.data(), 7);
+  ASSERT_TRUE(view.ok());
+  // The view has the ring before the chunk (positions 0..2, one empty slot) and the chunk.
+  std::multiset<int32_t> held(view->pos, view->pos + view->S);
+  for (int32_t p = 0; p <= 9; ++p) EXPECT_EQ(held.count(p), 1u) << p;
+  // The ring itself now holds exactly 6..9.
+  std::multiset<int32_t> ring_pos(ring.slot_positions().begin(), ring.slot_positions().end());
+  EXPECT_EQ(ring_pos, (std::multiset<int32_t>{6, 7, 8, 9}));
+}
+
+TEST(RingKvCacheTest, OutOfOrderPositionIsRefused) {
+  RingKvCache ring(4, 1, 2);
+  std::vector<float> k(2, 0.0f);
+  int32_t p = 0;
+  ASSERT_TRUE(ring.Update(k.data(), k.data(), &p, 1).ok());
+  p = 2;  // skipping 1 would leave a slot whose position is not what the mask assumes
+  auto view = ring.Update(k.data(), k.data(), &p, 1);
+  ASSERT_FALSE(view.ok());
+  EXPECT_THAT(view.status().message(), HasSubstr("position 2 written where 1 was expected"));
+}
+
+TEST(BlockKvCacheTest, GrowsInBlocksAndReturnsPositionOrder) {
+  BlockKvCache cache(2, 3, /*block_size=*/4, /*max_positions=*/20);
+  const int row = 6;
+  for (int32_t p = 0; p < 10; ++p) {
+    std::vector<float> k = Row(row, static_cast<float>(p)), v = Row(row, 100.0f + p);
+    auto view = cache.Update(k.data(), v.data(), &p, 1);
+    ASSERT_TRUE(view.ok());
+    ASSERT_EQ(view->S, p + 1);
+    for (int32_t s = 0; s <= p; ++s) {
+      EXPECT_EQ(view->pos[s], s);
+      EXPECT_EQ(view->k[s * row + row - 1], static_cast<float>(s));
+      EXPECT_EQ(view->v[s * row], 100.0f + s);
+    }
+  }
+  EXPECT_EQ(cache.num_blocks(), 3u);
+  std::vector<float> big(11 * row, 0.0f);
+  std::vector<int32_t> pos(11);
+  for (int i = 0; i < 11; ++i) pos[static_cast<size_t>(i)] = 10 + i;
+  auto full = cache.Update(big.data(), big.data(), pos.data(), 11);
+  ASSERT_FALSE(full.ok());
+  EXPECT_THAT(full.status().message(), HasSubstr("KV cache full"));
+}
+
+TEST(SequenceKvCacheTest, E2bOnlyFifteenLayersOwnACache) {
+  SyntheticOptions o;
+  o.preset = "e2b";
+  auto config = ParseModelConfig(nlohmann::json::parse(SyntheticConfig(o)->dump()), nullptr);
+  ASSERT_TRUE(config.ok());
+  auto cache = SequenceKvCache::Create(*config, 4096);
+  ASSERT_TRUE(cache.ok()) << cache.status().ToString();
+  EXPECT_EQ((*cache)->num_cached_layers(), 15);
+  // 3 full layers, 1 KV head of 512, K and V in f32: 3 * 2 * 512 * 4 bytes per token.
+  EXPECT_EQ((*cache)->bytes_per_token(), 3u * 2 * 512 * 4);
+  // 12 sliding rings of 512 slots, 1 KV head of 256: the window, not the context.
+  EXPECT_EQ((*cache)->ring_bytes(), 12u * 512 * 2 * 256 * 4);
+  EXPECT_EQ((*cache)->reserved_bytes(), (*cache)->ring_bytes() + 4096u * (*cache)->bytes_per_token());
+  EXPECT_THAT((*cache)->Describe(), HasSubstr("15 of 35 layers"));
+  EXPECT_FALSE(SequenceKvCache::Create(*config, 200000).ok());  // past max_position_embeddings
+}
+
+}  // namespace
+}  // namespace g4
