@@ -32,7 +32,8 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
                              const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);
-  const int chunks = static_cast<int>(std::min<int64_t>(num_threads_, (n + grain - 1) / grain));
+  // floor(n / grain) chunks at most, so every chunk gets at least `grain` items.
+  const int chunks = static_cast<int>(std::min<int64_t>(num_threads_, n / grain));
   if (chunks <= 1) {
     fn(0, n);
     return;

@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "core/process_stats.h"
 #include "model/gemma4.h"
+#include "sampling_flags.h"
 
 namespace g4::cli {
 namespace {
@@ -23,23 +24,6 @@ struct LogitsOptions {
   int threads = 0;
 };
 
-StatusOr<std::vector<int32_t>> ParseIds(const std::string& text) {
-  std::vector<int32_t> ids;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (item.empty()) continue;
-    char* end = nullptr;
-    const long long v = std::strtoll(item.c_str(), &end, 10);
-    if (*end != '\0' || v < 0 || v > INT32_MAX) {
-      return InvalidArgument("--ids: '" + item + "' is not a token id");
-    }
-    ids.push_back(static_cast<int32_t>(v));
-  }
-  if (ids.empty()) return InvalidArgument("--ids: no token ids given");
-  return ids;
-}
-
 double MiB(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
 
 int Run(const LogitsOptions& o) {
@@ -50,7 +34,7 @@ int Run(const LogitsOptions& o) {
   };
   auto kind = ParseBackendKind(o.backend);
   if (!kind.ok()) return fail(kind.status());
-  auto ids = ParseIds(o.ids);
+  auto ids = ParseIdList(o.ids, "--ids");
   if (!ids.ok()) return fail(ids.status());
 
   const auto t0 = Clock::now();

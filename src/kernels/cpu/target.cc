@@ -1,0 +1,79 @@
+// TargetName(): the Highway target that HWY_DYNAMIC_DISPATCH picks on this CPU, for the policy
+// line ("isa=AVX3"). It is obtained by dispatching to a function compiled per target, so it is by
+// construction the same choice the kernels in this folder make (they are all compiled for the
+// same target list with the same flags). AvailableTargets() / SetTargetForTesting() let the
+// tests and benchmarks run every compiled code path on one machine.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/kernels.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/cpu/target.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "hwy/targets.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace g4::cpu {
+namespace HWY_NAMESPACE {
+
+// hwy::TargetName returns a string literal ("AVX2", "AVX3", "AVX3_DL", "SSE4", "NEON", ...).
+const char* TargetNameImpl() { return hwy::TargetName(HWY_TARGET); }
+
+}  // namespace HWY_NAMESPACE
+}  // namespace g4::cpu
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace g4::cpu {
+namespace {
+
+// Bits (HWY_TARGETS format, lower = better) compiled into this library and supported here.
+// SetSupportedTargetsForTest(0) first, so a restriction in force does not hide targets.
+int64_t CompiledAndSupported() {
+  hwy::SetSupportedTargetsForTest(0);
+  return hwy::SupportedTargets() & HWY_TARGETS;
+}
+
+int64_t g_forced_target = 0;  // 0: dispatch chooses freely
+
+}  // namespace
+
+HWY_EXPORT(TargetNameImpl);
+
+const char* TargetName() { return HWY_DYNAMIC_DISPATCH(TargetNameImpl)(); }
+
+std::vector<std::string> AvailableTargets() {
+  const int64_t bits = CompiledAndSupported();
+  std::vector<std::string> names;
+  for (int64_t rest = bits; rest != 0; rest &= rest - 1) {
+    names.emplace_back(hwy::TargetName(rest & -rest));
+  }
+  if (g_forced_target != 0) hwy::SetSupportedTargetsForTest(g_forced_target);  // keep it in force
+  return names;
+}
+
+bool SetTargetForTesting(const std::string& name) {
+  if (name.empty()) {
+    g_forced_target = 0;
+    hwy::SetSupportedTargetsForTest(0);  // also makes dispatch choose again
+    return true;
+  }
+  const int64_t bits = CompiledAndSupported();
+  for (int64_t rest = bits; rest != 0; rest &= rest - 1) {
+    const int64_t target = rest & -rest;
+    if (name == hwy::TargetName(target)) {
+      g_forced_target = target;
+      hwy::SetSupportedTargetsForTest(target);
+      return true;
+    }
+  }
+  if (g_forced_target != 0) hwy::SetSupportedTargetsForTest(g_forced_target);
+  return false;
+}
+
+}  // namespace g4::cpu
+#endif  // HWY_ONCE

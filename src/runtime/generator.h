@@ -1,0 +1,71 @@
+// Generate: token-by-token generation for one sequence — chunked prefill into a fresh KV
+// cache, then one decode step per token, with sampling, stop ids and stop strings, max tokens,
+// and the degeneracy (token-loop) check on every token. Decode speed is timed over the decode
+// steps alone, apart from prefill and end-to-end time.
+#pragma once
+
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/gemma4.h"
+#include "runtime/prefill.h"
+#include "runtime/sampling/degeneracy.h"
+#include "runtime/sampling/sampler.h"
+
+namespace g4 {
+
+struct GenerationOptions {
+  int max_tokens = 256;
+  SamplingParams sampling;
+  std::vector<int32_t> stop_ids;          // usually the checkpoint's eos ids (1, 106, 50)
+  std::vector<std::string> stop_strings;  // matched on decoded text (needs decode_piece)
+  bool ignore_eos = false;                // continue past stop ids (how goldens were made)
+  int prefill_chunk = kDefaultPrefillChunk;
+  int max_context = 0;                    // 0: prompt + max_tokens
+  DegeneracyOptions degeneracy;
+  bool stop_on_degenerate = false;        // end generation when the loop check trips
+};
+
+struct GenerationStats {
+  int64_t prompt_tokens = 0;
+  int64_t generated_tokens = 0;
+  int64_t decode_steps = 0;  // forward passes of one token
+  double prefill_seconds = 0, decode_seconds = 0, total_seconds = 0;
+
+  double PrefillTokensPerSecond() const { return Rate(prompt_tokens, prefill_seconds); }
+  double DecodeTokensPerSecond() const { return Rate(decode_steps, decode_seconds); }
+  double EndToEndTokensPerSecond() const { return Rate(generated_tokens, total_seconds); }
+
+ private:
+  static double Rate(int64_t n, double s) { return s > 0 ? static_cast<double>(n) / s : 0.0; }
+};
+
+struct GenerationResult {
+  std::vector<int32_t> tokens;  // generated ids; a stop id that ended generation is not included
+  std::string text;             // emitted text (when decode_piece is given)
+  std::string finish_reason;    // "stop", "length", "degenerate" or "cancelled"
+  DegeneracyVerdict degeneracy;
+  GenerationStats stats;
+};
+
+struct GenerationCallbacks {
+  // Text of one token for streaming (an incremental detokenizer). Optional; required for stop
+  // strings.
+  std::function<std::string(int32_t token)> decode_piece;
+  // Each generated token and the text now safe to emit (token -1: text held back for a
+  // possible stop string, released at the end). Return false to cancel.
+  std::function<bool(int32_t token, std::string_view text)> on_token;
+  ProgressFn on_prefill_progress;
+  // One-line notes for the user (the KV cache's memory figures).
+  std::function<void(const std::string&)> on_info;
+};
+
+StatusOr<GenerationResult> Generate(const Gemma4Model& model, Backend& backend,
+                                    std::span<const int32_t> prompt,
+                                    const GenerationOptions& options,
+                                    const GenerationCallbacks& callbacks = {});
+
+}  // namespace g4

@@ -1,0 +1,101 @@
+// Helpers for the kernel tests (tests/kernels/*_test.cc): seeded random data, tensors stored in
+// F32/BF16/F16 (optionally at a misaligned address), and the float dtypes to iterate over. The
+// CPU kernels are compared against their g4::ref twins on exactly the same stored values, so any
+// difference comes from the kernel, never from the inputs.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/tensor.h"
+#include "kernels/cpu/kernels.h"
+
+namespace g4::testing {
+
+inline constexpr DType kFloatDTypes[] = {DType::kF32, DType::kBF16, DType::kF16};
+
+// n values uniform in [lo, hi), deterministic for a seed.
+inline std::vector<float> RandomFloats(int64_t n, uint32_t seed, float lo = -1.0f,
+                                       float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& f : v) f = dist(rng);
+  return v;
+}
+
+// f32 values at an address that is 4 bytes past a 16-byte boundary when `misalign` is set, so
+// SIMD loads must be unaligned. The storage owns one spare float in front.
+class FloatBuffer {
+ public:
+  FloatBuffer(const std::vector<float>& values, bool misalign)
+      : storage_(values.size() + 1), offset_(misalign ? 1 : 0) {
+    if (!values.empty()) std::memcpy(data(), values.data(), values.size() * sizeof(float));
+  }
+  explicit FloatBuffer(int64_t n, bool misalign = false)
+      : FloatBuffer(std::vector<float>(static_cast<size_t>(n), 0.0f), misalign) {}
+  float* data() { return storage_.data() + offset_; }
+  const float* data() const { return storage_.data() + offset_; }
+  std::vector<float> ToVector(int64_t n) const { return std::vector<float>(data(), data() + n); }
+
+ private:
+  std::vector<float> storage_;
+  size_t offset_;
+};
+
+// A tensor of `shape` stored as `dtype` (values rounded to it, ties to even), one element past
+// the start of its storage when `misalign` is set (2 bytes for the 16-bit dtypes, 4 for F32).
+class StoredTensor {
+ public:
+  StoredTensor(const std::vector<float>& values, DType dtype, std::vector<int64_t> shape,
+               bool misalign)
+      : bytes_((values.size() + 1) * DTypeSize(dtype) + 16) {
+    // vector<uint8_t> storage comes from operator new (16-byte aligned); skip one element.
+    const size_t esize = DTypeSize(dtype);
+    uint8_t* base = bytes_.data() + (misalign ? esize : 0);
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (dtype == DType::kF32) {
+        std::memcpy(base + i * 4, &values[i], 4);
+      } else {
+        const uint16_t bits = dtype == DType::kBF16 ? F32ToBf16(values[i]) : F32ToF16(values[i]);
+        std::memcpy(base + i * 2, &bits, 2);
+      }
+    }
+    view_.data = base;
+    view_.dtype = dtype;
+    view_.shape = std::move(shape);
+  }
+  // Moving keeps the vector's buffer, so view_.data stays valid; a copy would not.
+  StoredTensor(StoredTensor&&) = default;
+  StoredTensor(const StoredTensor&) = delete;
+  StoredTensor& operator=(const StoredTensor&) = delete;
+
+  const TensorView& view() const { return view_; }
+
+ private:
+  std::vector<uint8_t> bytes_;
+  TensorView view_;
+};
+
+// Every SIMD target compiled in and supported here, best first: the parameterized tests run
+// each case once per target, so the AVX2/SSE4/scalar paths are checked on an AVX-512 machine.
+inline std::vector<std::string> Targets() { return cpu::AvailableTargets(); }
+
+// Restricts CPU kernel dispatch to one target for a scope (a test body).
+class ScopedTarget {
+ public:
+  explicit ScopedTarget(const std::string& name) : ok_(cpu::SetTargetForTesting(name)) {}
+  ~ScopedTarget() { (void)cpu::SetTargetForTesting(""); }
+  ScopedTarget(const ScopedTarget&) = delete;
+  ScopedTarget& operator=(const ScopedTarget&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  bool ok_;
+};
+
+}  // namespace g4::testing
