@@ -176,7 +176,7 @@ StatusOr<std::vector<float>> Gemma4Model::Forward(Backend& be, std::span<const i
   const float* last = h.data() + (T - rows) * H;
   be.RmsNorm(last, w.final_norm, rows, H, eps, a.data());
   std::vector<float> logits(static_cast<size_t>(rows * V));         // logits: [rows, V]
-  be.MatMul(w.embed, a.data(), rows, logits.data());
+  be.MatMul(w.lm_head, a.data(), rows, logits.data());
   if (c.final_logit_softcap > 0) {
     be.Softcap(logits.data(), rows * V, static_cast<float>(c.final_logit_softcap));
   }

@@ -84,6 +84,7 @@ Status BindWeights(const ModelConfig& config, const WeightStore& store, ModelWei
     }
     *slot.view = t->view();
   }
+  w->lm_head = w->embed;  // tied (spec §2.9): a lm_head.weight in the file is a duplicate
   return Status::Ok();
 }
 

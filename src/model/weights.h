@@ -3,6 +3,7 @@
 // validation and the synthetic checkpoint writer alike.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -34,7 +35,11 @@ struct ModelWeights {
   TensorView ple_model_proj;  // [L*P, H]
   TensorView ple_proj_norm;   // [P]
   TensorView final_norm;      // [H]
+  // The LM head [V, H]: the tied embedding itself unless a load-time copy (e.g. a quantized
+  // one, which `owned` then keeps alive) replaces it.
+  TensorView lm_head;
   std::vector<LayerWeights> layers;
+  std::vector<std::shared_ptr<const void>> owned;  // buffers made at load, if any
 };
 
 enum class TensorRole {

@@ -13,5 +13,8 @@ using RunFn = std::function<int()>;
 
 RunFn AddLogitsCommand(CLI::App& app);
 RunFn AddMakeModelCommand(CLI::App& app);
+RunFn AddGenerateCommand(CLI::App& app);
+RunFn AddTokenizeCommand(CLI::App& app);
+RunFn AddDetokenizeCommand(CLI::App& app);
 
 }  // namespace g4::cli

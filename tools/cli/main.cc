@@ -15,6 +15,9 @@ int main(int argc, char** argv) {
   };
   add(g4::cli::AddLogitsCommand);
   add(g4::cli::AddMakeModelCommand);
+  add(g4::cli::AddGenerateCommand);
+  add(g4::cli::AddTokenizeCommand);
+  add(g4::cli::AddDetokenizeCommand);
   CLI11_PARSE(app, argc, argv);
   for (auto& [sub, run] : commands) {
     if (sub->parsed()) return run();
