@@ -1,17 +1,18 @@
 #include "model/gemma4.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
 namespace g4 {
 namespace {
 
-// K/V of one chunk computed by a layer that owns them: [T, nkv, hd] each, post-norm and
+// K/V of one step computed by a layer that owns them: [R, nkv, hd] each, post-norm and
 // post-RoPE K, post-norm V; and the view the chunk attends over (the chunk itself without a
 // cache; cached history plus the chunk with one). KV-shared layers read their donor's view.
 struct LayerKv {
-  std::vector<float> k, v;
-  KvView view;
+  std::vector<float> k, v;    // the whole batch's rows: [R, nkv, hd]
+  std::vector<KvView> views;  // one per batch item
 };
 
 }  // namespace
@@ -40,57 +41,81 @@ std::string Gemma4Model::WeightDTypes() const {
 
 StatusOr<std::vector<float>> Gemma4Model::Forward(Backend& be, std::span<const int32_t> ids,
                                                   const ForwardOptions& opt) const {
-  ForwardTrace* trace = opt.trace;
-  const ModelConfig& c = config_;
-  const ModelWeights& w = weights_;
-  const int64_t T = static_cast<int64_t>(ids.size());
-  const int64_t H = c.hidden_size, L = c.num_layers, P = c.ple_width, V = c.vocab_size;
-  const float eps = static_cast<float>(c.rms_norm_eps);
-  if (T == 0) return InvalidArgument("empty input: at least one token id is needed");
-  if (opt.start_pos < 0 || (opt.start_pos > 0 && !opt.cache)) {
+  if (opt.start_pos > 0 && !opt.cache) {
     return InvalidArgument("start_pos " + std::to_string(opt.start_pos) +
                            " needs a KV cache holding the earlier positions");
   }
-  if (opt.start_pos + T > c.max_position_embeddings) {
-    return InvalidArgument("sequence of " + std::to_string(opt.start_pos + T) +
-                           " tokens is longer than the context (max_position_embeddings = " +
-                           std::to_string(c.max_position_embeddings) + ")");
-  }
-  for (int64_t t = 0; t < T; ++t) {
-    const int32_t id = ids[static_cast<size_t>(t)];
-    if (id < 0 || id >= V || (P > 0 && id >= c.ple_vocab)) {
-      return InvalidArgument("token id " + std::to_string(id) + " at position " +
-                             std::to_string(t) + " is outside the vocabulary of " +
-                             std::to_string(V));
+  const BatchItem item{ids, opt.start_pos, opt.cache, opt.last_logits_only};
+  G4_ASSIGN_OR_RETURN(std::vector<std::vector<float>> out,
+                      ForwardBatch(be, std::span<const BatchItem>(&item, 1), opt.trace));
+  return std::move(out[0]);
+}
+
+StatusOr<std::vector<std::vector<float>>> Gemma4Model::ForwardBatch(
+    Backend& be, std::span<const BatchItem> items, ForwardTrace* trace) const {
+  const ModelConfig& c = config_;
+  const ModelWeights& w = weights_;
+  const int64_t H = c.hidden_size, L = c.num_layers, P = c.ple_width, V = c.vocab_size;
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  const size_t B = items.size();
+  if (B == 0) return InvalidArgument("empty batch");
+  if (trace && B != 1) return InvalidArgument("a forward trace records a single sequence");
+
+  // Rows of every item stacked: ids and absolute positions [R]; row_begin[b] = first row of b.
+  std::vector<int32_t> ids, pos;
+  std::vector<int64_t> row_begin(B + 1, 0);
+  for (size_t b = 0; b < B; ++b) {
+    const BatchItem& it = items[b];
+    const int64_t T = static_cast<int64_t>(it.ids.size());
+    if (T == 0) return InvalidArgument("empty input: at least one token id is needed");
+    if (it.start_pos < 0 || (!it.cache && (it.start_pos > 0 || B > 1))) {
+      return InvalidArgument("a batched or continued sequence needs its KV cache");
     }
+    if (it.start_pos + T > c.max_position_embeddings) {
+      return InvalidArgument("sequence of " + std::to_string(it.start_pos + T) +
+                             " tokens is longer than the context (max_position_embeddings = " +
+                             std::to_string(c.max_position_embeddings) + ")");
+    }
+    for (int64_t t = 0; t < T; ++t) {
+      const int32_t id = it.ids[static_cast<size_t>(t)];
+      if (id < 0 || id >= V || (P > 0 && id >= c.ple_vocab)) {
+        return InvalidArgument("token id " + std::to_string(id) + " at position " +
+                               std::to_string(t) + " is outside the vocabulary of " +
+                               std::to_string(V));
+      }
+      ids.push_back(id);
+      pos.push_back(it.start_pos + static_cast<int32_t>(t));
+    }
+    row_begin[b + 1] = row_begin[b] + T;
   }
-  std::vector<int32_t> pos(static_cast<size_t>(T));
-  for (int64_t t = 0; t < T; ++t) pos[static_cast<size_t>(t)] = opt.start_pos + static_cast<int32_t>(t);
+  const int64_t R = row_begin[B];
 
-  // §2.1 scaled embedding. x0 = h: [T, H]
-  std::vector<float> h(static_cast<size_t>(T * H));
-  be.Embed(w.embed, ids.data(), T, static_cast<float>(std::sqrt(static_cast<double>(H))), h.data());
+  // §2.1 scaled embedding. x0 = h: [R, H]
+  std::vector<float> h(static_cast<size_t>(R * H));
+  be.Embed(w.embed, ids.data(), R, static_cast<float>(std::sqrt(static_cast<double>(H))), h.data());
 
-  // §2.2 per-layer inputs. ple: [T, L, P]
+  // §2.2 per-layer inputs. ple: [R, L, P]
   std::vector<float> ple;
   if (P > 0) {
-    std::vector<float> table(static_cast<size_t>(T * L * P));
-    be.Embed(w.ple_embed, ids.data(), T, static_cast<float>(std::sqrt(static_cast<double>(P))),
+    std::vector<float> table(static_cast<size_t>(R * L * P));
+    be.Embed(w.ple_embed, ids.data(), R, static_cast<float>(std::sqrt(static_cast<double>(P))),
              table.data());
     ple.resize(table.size());
-    be.MatMul(w.ple_model_proj, h.data(), T, ple.data());
-    be.Scale(ple.data(), T * L * P, static_cast<float>(1.0 / std::sqrt(static_cast<double>(H))));
-    be.RmsNorm(ple.data(), w.ple_proj_norm, T * L, P, eps, ple.data());
-    be.Add(ple.data(), table.data(), T * L * P, ple.data());
-    be.Scale(ple.data(), T * L * P, static_cast<float>(1.0 / std::sqrt(2.0)));
+    be.MatMul(w.ple_model_proj, h.data(), R, ple.data());
+    be.Scale(ple.data(), R * L * P, static_cast<float>(1.0 / std::sqrt(static_cast<double>(H))));
+    be.RmsNorm(ple.data(), w.ple_proj_norm, R * L, P, eps, ple.data());
+    be.Add(ple.data(), table.data(), R * L * P, ple.data());
+    be.Scale(ple.data(), R * L * P, static_cast<float>(1.0 / std::sqrt(2.0)));
   }
   if (trace) {
     trace->ple = ple;
     trace->hidden.assign(h.begin(), h.end());
   }
 
+  // kv[layer].views[b]: what item b attends over at a layer that owns K/V (§2.5: shared layers
+  // read their donor's entry).
   std::vector<LayerKv> kv(static_cast<size_t>(L));
-  std::vector<float> a(static_cast<size_t>(T * H)), o(static_cast<size_t>(T * H));
+  std::vector<float> a(static_cast<size_t>(R * H)), o(static_cast<size_t>(R * H));
   std::vector<float> q, attn, gate, up, g;
   for (const LayerConfig& l : c.layers) {
     const LayerWeights& lw = w.layers[static_cast<size_t>(l.index)];
@@ -98,89 +123,114 @@ StatusOr<std::vector<float>> Gemma4Model::Forward(Backend& be, std::span<const i
     const std::vector<float> inv_freq = c.InvFreq(l);
 
     // §2.3 attention block: h += post_attn_norm(o_proj(attend(input_norm(h))))
-    be.RmsNorm(h.data(), lw.input_norm, T, H, eps, a.data());
-    q.resize(static_cast<size_t>(T * nq * hd));                      // q: [T, nq, hd]
-    be.MatMul(lw.q_proj, a.data(), T, q.data());
-    be.RmsNorm(q.data(), lw.q_norm, T * nq, hd, eps, q.data());
-    be.Rope(q.data(), pos.data(), T, nq, hd, inv_freq.data());
+    be.RmsNorm(h.data(), lw.input_norm, R, H, eps, a.data());
+    q.resize(static_cast<size_t>(R * nq * hd));                      // q: [R, nq, hd]
+    be.MatMul(lw.q_proj, a.data(), R, q.data());
+    be.RmsNorm(q.data(), lw.q_norm, R * nq, hd, eps, q.data());
+    be.Rope(q.data(), pos.data(), R, nq, hd, inv_freq.data());
     if (!l.kv_shared()) {  // §2.4: this layer owns its K/V
       LayerKv& own = kv[static_cast<size_t>(l.index)];
-      own.k.resize(static_cast<size_t>(T * nkv * hd));               // k, v: [T, nkv, hd]
+      own.k.resize(static_cast<size_t>(R * nkv * hd));               // k, v: [R, nkv, hd]
       own.v.resize(own.k.size());
-      be.MatMul(lw.k_proj, a.data(), T, own.k.data());
+      be.MatMul(lw.k_proj, a.data(), R, own.k.data());
       if (l.has_v_proj) {
-        be.MatMul(lw.v_proj, a.data(), T, own.v.data());
+        be.MatMul(lw.v_proj, a.data(), R, own.v.data());
       } else {
         own.v = own.k;  // attention_k_eq_v: V is the raw K projection, before k_norm and RoPE
       }
-      be.RmsNorm(own.k.data(), lw.k_norm, T * nkv, hd, eps, own.k.data());
-      be.Rope(own.k.data(), pos.data(), T, nkv, hd, inv_freq.data());
-      be.RmsNorm(own.v.data(), TensorView{}, T * nkv, hd, eps, own.v.data());  // no weight
-      if (opt.cache) {
-        G4_ASSIGN_OR_RETURN(own.view,
-                            opt.cache->Update(l.index, own.k.data(), own.v.data(), pos.data(), T));
-      } else {
-        own.view = KvView{own.k.data(), own.v.data(), pos.data(), T};
+      be.RmsNorm(own.k.data(), lw.k_norm, R * nkv, hd, eps, own.k.data());
+      be.Rope(own.k.data(), pos.data(), R, nkv, hd, inv_freq.data());
+      be.RmsNorm(own.v.data(), TensorView{}, R * nkv, hd, eps, own.v.data());  // no weight
+      own.views.resize(B);
+      for (size_t b = 0; b < B; ++b) {
+        const int64_t r0 = row_begin[b], T = row_begin[b + 1] - r0;
+        const float* k = own.k.data() + r0 * nkv * hd;
+        const float* v = own.v.data() + r0 * nkv * hd;
+        if (items[b].cache) {
+          G4_ASSIGN_OR_RETURN(own.views[b],
+                              items[b].cache->Update(l.index, k, v, pos.data() + r0, T));
+        } else {
+          own.views[b] = KvView{k, v, pos.data() + r0, T};
+        }
       }
     }
-    const KvView& src = kv[static_cast<size_t>(l.kv_source)].view;
-    attn.resize(q.size());                                           // attn: [T, nq, hd]
-    AttentionArgs args;
-    args.q = q.data();
-    args.k = src.k;
-    args.v = src.v;
-    args.q_pos = pos.data();
-    args.k_pos = src.pos;
-    args.T = T;
-    args.S = src.S;
-    args.n_heads = nq;
-    args.n_kv_heads = nkv;
-    args.head_dim = hd;
-    args.window = l.sliding() ? c.sliding_window : 0;
-    args.scale = 1.0f;  // Gemma 4: no 1/sqrt(d); q_norm/k_norm set the scale
-    args.out = attn.data();
-    be.Attention(args);
-    be.MatMul(lw.o_proj, attn.data(), T, o.data());
-    be.RmsNorm(o.data(), lw.post_attn_norm, T, H, eps, o.data());
-    be.Add(h.data(), o.data(), T * H, h.data());
+    const std::vector<KvView>& views = kv[static_cast<size_t>(l.kv_source)].views;
+    attn.resize(q.size());                                           // attn: [R, nq, hd]
+    for (size_t b = 0; b < B; ++b) {
+      const int64_t r0 = row_begin[b];
+      AttentionArgs args;
+      args.q = q.data() + r0 * nq * hd;
+      args.k = views[b].k;
+      args.v = views[b].v;
+      args.q_pos = pos.data() + r0;
+      args.k_pos = views[b].pos;
+      args.T = row_begin[b + 1] - r0;
+      args.S = views[b].S;
+      args.n_heads = nq;
+      args.n_kv_heads = nkv;
+      args.head_dim = hd;
+      args.window = l.sliding() ? c.sliding_window : 0;
+      args.scale = 1.0f;  // Gemma 4: no 1/sqrt(d); q_norm/k_norm set the scale
+      args.out = attn.data() + r0 * nq * hd;
+      be.Attention(args);
+    }
+    be.MatMul(lw.o_proj, attn.data(), R, o.data());
+    be.RmsNorm(o.data(), lw.post_attn_norm, R, H, eps, o.data());
+    be.Add(h.data(), o.data(), R * H, h.data());
 
     // MLP block: h += post_ff_norm(down(gelu(gate(x)) * up(x))), x = pre_ff_norm(h)
-    be.RmsNorm(h.data(), lw.pre_ff_norm, T, H, eps, a.data());
-    gate.resize(static_cast<size_t>(T * I));                         // gate, up: [T, I]
+    be.RmsNorm(h.data(), lw.pre_ff_norm, R, H, eps, a.data());
+    gate.resize(static_cast<size_t>(R * I));                         // gate, up: [R, I]
     up.resize(gate.size());
-    be.MatMul(lw.gate_proj, a.data(), T, gate.data());
-    be.MatMul(lw.up_proj, a.data(), T, up.data());
-    be.GeluMul(gate.data(), up.data(), T * I, gate.data());
-    be.MatMul(lw.down_proj, gate.data(), T, o.data());
-    be.RmsNorm(o.data(), lw.post_ff_norm, T, H, eps, o.data());
-    be.Add(h.data(), o.data(), T * H, h.data());
+    be.MatMul(lw.gate_proj, a.data(), R, gate.data());
+    be.MatMul(lw.up_proj, a.data(), R, up.data());
+    be.GeluMul(gate.data(), up.data(), R * I, gate.data());
+    be.MatMul(lw.down_proj, gate.data(), R, o.data());
+    be.RmsNorm(o.data(), lw.post_ff_norm, R, H, eps, o.data());
+    be.Add(h.data(), o.data(), R * H, h.data());
 
     // PLE injection: h += post_ple_norm(ple_proj(gelu(ple_gate(h)) * ple[:, i, :]))
     if (P > 0) {
-      g.resize(static_cast<size_t>(T * P));                          // g: [T, P]
-      be.MatMul(lw.ple_gate, h.data(), T, g.data());
-      for (int64_t t = 0; t < T; ++t) {
-        const float* ple_ti = ple.data() + (t * L + l.index) * P;
-        be.GeluMul(g.data() + t * P, ple_ti, P, g.data() + t * P);
+      g.resize(static_cast<size_t>(R * P));                          // g: [R, P]
+      be.MatMul(lw.ple_gate, h.data(), R, g.data());
+      for (int64_t r = 0; r < R; ++r) {
+        const float* ple_ri = ple.data() + (r * L + l.index) * P;
+        be.GeluMul(g.data() + r * P, ple_ri, P, g.data() + r * P);
       }
-      be.MatMul(lw.ple_proj, g.data(), T, o.data());
-      be.RmsNorm(o.data(), lw.ple_norm, T, H, eps, o.data());
-      be.Add(h.data(), o.data(), T * H, h.data());
+      be.MatMul(lw.ple_proj, g.data(), R, o.data());
+      be.RmsNorm(o.data(), lw.ple_norm, R, H, eps, o.data());
+      be.Add(h.data(), o.data(), R * H, h.data());
     }
-    be.Scale(h.data(), T * H, lw.layer_scalar.at(0));  // scales the whole residual stream
+    be.Scale(h.data(), R * H, lw.layer_scalar.at(0));  // scales the whole residual stream
     if (trace) trace->hidden.insert(trace->hidden.end(), h.begin(), h.end());
   }
 
-  // §2.9 final norm, tied head (unscaled embedding), softcap.
-  const int64_t rows = opt.last_logits_only ? 1 : T;
-  const float* last = h.data() + (T - rows) * H;
-  be.RmsNorm(last, w.final_norm, rows, H, eps, a.data());
-  std::vector<float> logits(static_cast<size_t>(rows * V));         // logits: [rows, V]
-  be.MatMul(w.lm_head, a.data(), rows, logits.data());
-  if (c.final_logit_softcap > 0) {
-    be.Softcap(logits.data(), rows * V, static_cast<float>(c.final_logit_softcap));
+  // §2.9 final norm, tied head (unscaled embedding), softcap — for the rows that need logits,
+  // gathered so the head's weights are read once for the whole batch.
+  std::vector<int64_t> head_rows;
+  for (size_t b = 0; b < B; ++b) {
+    const int64_t first = items[b].last_logits_only ? row_begin[b + 1] - 1 : row_begin[b];
+    for (int64_t r = first; r < row_begin[b + 1]; ++r) head_rows.push_back(r);
   }
-  return logits;
+  const int64_t N = static_cast<int64_t>(head_rows.size());
+  std::vector<float> y(static_cast<size_t>(N * H));                 // y: [N, H]
+  for (int64_t i = 0; i < N; ++i) {
+    std::copy_n(h.data() + head_rows[static_cast<size_t>(i)] * H, H, y.data() + i * H);
+  }
+  be.RmsNorm(y.data(), w.final_norm, N, H, eps, y.data());
+  std::vector<float> logits(static_cast<size_t>(N * V));            // logits: [N, V]
+  be.MatMul(w.lm_head, y.data(), N, logits.data());
+  if (c.final_logit_softcap > 0) {
+    be.Softcap(logits.data(), N * V, static_cast<float>(c.final_logit_softcap));
+  }
+  std::vector<std::vector<float>> out(B);
+  int64_t next = 0;
+  for (size_t b = 0; b < B; ++b) {
+    const int64_t n = items[b].last_logits_only ? 1 : row_begin[b + 1] - row_begin[b];
+    out[b].assign(logits.begin() + next * V, logits.begin() + (next + n) * V);
+    next += n;
+  }
+  return out;
 }
 
 }  // namespace g4

@@ -52,6 +52,22 @@ class Gemma4Model {
     return Forward(backend, ids, ForwardOptions{});
   }
 
+  // One sequence's part of a batched step: a chunk of its tokens and its own cache.
+  struct BatchItem {
+    std::span<const int32_t> ids;
+    int32_t start_pos = 0;
+    KvStore* cache = nullptr;       // required when start_pos > 0 or with other items
+    bool last_logits_only = true;
+  };
+
+  // Runs several sequences in one pass over the weights (continuous batching): their tokens
+  // are stacked for every matmul and norm, and each attends only over its own cache. Returns
+  // each item's logits ([T_i, vocab], or [1, vocab] with last_logits_only), in item order.
+  // `trace` (single item only) records x0/PLE/hidden states.
+  StatusOr<std::vector<std::vector<float>>> ForwardBatch(Backend& backend,
+                                                         std::span<const BatchItem> items,
+                                                         ForwardTrace* trace = nullptr) const;
+
  private:
   Gemma4Model() = default;
 
