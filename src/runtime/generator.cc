@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "runtime/sampling/stop.h"
+#include "runtime/sequence.h"
 
 namespace g4 {
 namespace {
@@ -21,75 +21,43 @@ StatusOr<GenerationResult> Generate(const Gemma4Model& model, Backend& backend,
                                     const GenerationCallbacks& cb) {
   const auto t0 = Clock::now();
   const ModelConfig& c = model.config();
-  G4_RETURN_IF_ERROR(o.sampling.Validate());
-  G4_RETURN_IF_ERROR(o.degeneracy.Validate());
-  if (o.max_tokens < 0) return InvalidArgument("max_tokens must be >= 0");
-  if (!o.stop_strings.empty() && !cb.decode_piece) {
-    return InvalidArgument("stop strings need a detokenizer (decode_piece)");
-  }
+  G4_RETURN_IF_ERROR(ValidateGenerationOptions(o, static_cast<bool>(cb.decode_piece)));
   const int64_t T = static_cast<int64_t>(prompt.size());
   if (T == 0) return InvalidArgument("empty prompt: at least one token id is needed");
-  const int64_t context = o.max_context > 0 ? o.max_context : T + o.max_tokens;
-  if (T > std::min<int64_t>(context, c.max_position_embeddings)) {
+  const int64_t context = std::min<int64_t>(o.max_context > 0 ? o.max_context : T + o.max_tokens,
+                                            c.max_position_embeddings);
+  if (T > context) {
     return InvalidArgument("prompt of " + std::to_string(T) + " tokens is longer than the context of " +
-                           std::to_string(std::min<int64_t>(context, c.max_position_embeddings)) +
-                           " tokens");
+                           std::to_string(context) + " tokens");
   }
-  G4_ASSIGN_OR_RETURN(
-      std::unique_ptr<SequenceKvCache> cache,
-      SequenceKvCache::Create(c, static_cast<int>(std::min<int64_t>(context, c.max_position_embeddings))));
+  G4_ASSIGN_OR_RETURN(std::unique_ptr<SequenceKvCache> cache,
+                      SequenceKvCache::Create(c, static_cast<int>(context)));
   if (cb.on_info) cb.on_info(cache->Describe());
 
-  GenerationResult r;
-  r.stats.prompt_tokens = T;
   G4_ASSIGN_OR_RETURN(std::vector<float> logits,
                       Prefill(model, backend, *cache, prompt, o.prefill_chunk, false,
                               cb.on_prefill_progress));
-  const auto t_prefill = Clock::now();
-  r.stats.prefill_seconds = Seconds(t0, t_prefill);
+  GenerationStats stats;
+  stats.prompt_tokens = T;
+  stats.prefill_seconds = Seconds(t0, Clock::now());
 
-  Sampler sampler(o.sampling);
-  StopChecker stop(o.stop_ids, o.stop_strings, o.ignore_eos);
-  DegeneracyDetector loop_check(o.degeneracy);
-  r.finish_reason = "length";
-  for (int k = 0; k < o.max_tokens; ++k) {
-    const int32_t token = sampler.Sample(logits, prompt, r.tokens);
-    const std::string piece = cb.decode_piece ? cb.decode_piece(token) : std::string();
-    const StopResult s = stop.Feed(token, piece);
-    if (s.reason != "stop_id") {
-      r.tokens.push_back(token);
-      loop_check.Push(token);
+  Sequence seq(std::vector<int32_t>(prompt.begin(), prompt.end()), o, cb.decode_piece);
+  while (!seq.finished()) {
+    const Sequence::Step step = seq.Accept(logits, cache->size() < cache->max_context());
+    if (cb.on_token && (!step.text.empty() || step.token >= 0) && !cb.on_token(step.token, step.text)) {
+      seq.Finish("cancelled");
     }
-    r.text += s.emit;
-    if (cb.on_token && (s.reason != "stop_id" || !s.emit.empty()) &&
-        !cb.on_token(token, s.emit)) {
-      r.finish_reason = "cancelled";
-      break;
-    }
-    if (s.stop) {
-      r.finish_reason = "stop";
-      break;
-    }
-    if (loop_check.tripped() && o.stop_on_degenerate) {
-      r.finish_reason = "degenerate";
-      break;
-    }
-    if (k + 1 == o.max_tokens) break;  // no forward pass for a token nobody will sample
-    if (cache->size() >= cache->max_context()) break;  // context full: "length"
-    const auto t_step = Clock::now();
-    const int32_t one[] = {token};
+    if (seq.finished()) break;
+    const auto t_step = Clock::now();  // decode steps alone: the decode-speed gauge
+    const int32_t one[] = {seq.next_token()};
     G4_ASSIGN_OR_RETURN(logits, Prefill(model, backend, *cache, one, 1));
-    r.stats.decode_seconds += Seconds(t_step, Clock::now());
-    ++r.stats.decode_steps;
+    stats.decode_seconds += Seconds(t_step, Clock::now());
+    ++stats.decode_steps;
   }
-  if (r.finish_reason != "stop") {
-    const std::string rest = stop.Flush();
-    r.text += rest;
-    if (!rest.empty() && cb.on_token) cb.on_token(-1, rest);
-  }
-  r.degeneracy = loop_check.verdict();
-  r.stats.generated_tokens = static_cast<int64_t>(r.tokens.size());
-  r.stats.total_seconds = Seconds(t0, Clock::now());
+  GenerationResult r = std::move(seq.result());
+  stats.generated_tokens = static_cast<int64_t>(r.tokens.size());
+  stats.total_seconds = Seconds(t0, Clock::now());
+  r.stats = stats;
   return r;
 }
 

@@ -55,8 +55,8 @@ struct GenerationCallbacks {
   // Text of one token for streaming (an incremental detokenizer). Optional; required for stop
   // strings.
   std::function<std::string(int32_t token)> decode_piece;
-  // Each generated token and the text now safe to emit (token -1: text held back for a
-  // possible stop string, released at the end). Return false to cancel.
+  // Each sampled token and the text now safe to emit (a stop id's own text never is). Return
+  // false to cancel.
   std::function<bool(int32_t token, std::string_view text)> on_token;
   ProgressFn on_prefill_progress;
   // One-line notes for the user (the KV cache's memory figures).

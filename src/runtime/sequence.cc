@@ -1,0 +1,56 @@
+#include "runtime/sequence.h"
+
+namespace g4 {
+
+Status ValidateGenerationOptions(const GenerationOptions& o, bool have_detokenizer) {
+  G4_RETURN_IF_ERROR(o.sampling.Validate());
+  G4_RETURN_IF_ERROR(o.degeneracy.Validate());
+  if (o.max_tokens < 0) return InvalidArgument("max_tokens must be >= 0");
+  if (o.prefill_chunk <= 0) return InvalidArgument("prefill_chunk must be > 0");
+  if (!o.stop_strings.empty() && !have_detokenizer) {
+    return InvalidArgument("stop strings need a detokenizer (decode_piece)");
+  }
+  return Status::Ok();
+}
+
+Sequence::Sequence(std::vector<int32_t> prompt, const GenerationOptions& options,
+                   std::function<std::string(int32_t)> decode_piece)
+    : prompt_(std::move(prompt)),
+      options_(options),
+      decode_piece_(std::move(decode_piece)),
+      sampler_(options.sampling),
+      stop_(options.stop_ids, options.stop_strings, options.ignore_eos),
+      loop_check_(options.degeneracy) {
+  if (options_.max_tokens == 0) result_.finish_reason = "length";
+}
+
+Sequence::Step Sequence::Accept(std::span<const float> logits, bool room) {
+  Step step;
+  if (finished()) return step;
+  step.token = sampler_.Sample(logits, prompt_, result_.tokens);
+  const std::string piece = decode_piece_ ? decode_piece_(step.token) : std::string();
+  const StopResult s = stop_.Feed(step.token, piece);
+  if (s.reason != "stop_id") {  // a stop id ends generation and is not part of the output
+    result_.tokens.push_back(step.token);
+    loop_check_.Push(step.token);
+  }
+  step.text = s.emit;
+  result_.degeneracy = loop_check_.verdict();
+  if (s.stop) {
+    result_.finish_reason = "stop";
+  } else if (loop_check_.tripped() && options_.stop_on_degenerate) {
+    result_.finish_reason = "degenerate";
+  } else if (static_cast<int>(result_.tokens.size()) >= options_.max_tokens || !room) {
+    result_.finish_reason = "length";
+    step.text += stop_.Flush();  // text held back for a stop string that never came
+  }
+  result_.text += step.text;
+  step.finished = finished();
+  return step;
+}
+
+void Sequence::Finish(const std::string& reason) {
+  if (!finished()) result_.finish_reason = reason;
+}
+
+}  // namespace g4
