@@ -11,6 +11,8 @@ const char* StatusCodeName(StatusCode code) {
     case StatusCode::kDataLoss: return "DATA_LOSS";
     case StatusCode::kInternal: return "INTERNAL";
     case StatusCode::kIo: return "IO_ERROR";
+    case StatusCode::kUnavailable: return "UNAVAILABLE";
+    case StatusCode::kCancelled: return "CANCELLED";
   }
   return "UNKNOWN";
 }

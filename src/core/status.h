@@ -17,6 +17,8 @@ enum class StatusCode {
   kDataLoss,         // truncated or corrupt file
   kInternal,
   kIo,
+  kUnavailable,      // temporarily unable (a full queue, shutting down): retry later
+  kCancelled,
 };
 
 const char* StatusCodeName(StatusCode code);
@@ -47,6 +49,8 @@ inline Status Unimplemented(std::string m) { return {StatusCode::kUnimplemented,
 inline Status DataLoss(std::string m) { return {StatusCode::kDataLoss, std::move(m)}; }
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 inline Status IoError(std::string m) { return {StatusCode::kIo, std::move(m)}; }
+inline Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
+inline Status Cancelled(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
 
 // A value or the Status that explains why there is none.
 template <typename T>

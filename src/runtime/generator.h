@@ -45,6 +45,7 @@ struct GenerationStats {
 
 struct GenerationResult {
   std::vector<int32_t> tokens;  // generated ids; a stop id that ended generation is not included
+  int64_t sampled = 0;          // every sampled id, a final stop id included (usage counts)
   std::string text;             // emitted text (when decode_piece is given)
   std::string finish_reason;    // "stop", "length", "degenerate" or "cancelled"
   DegeneracyVerdict degeneracy;

@@ -28,6 +28,7 @@ Sequence::Step Sequence::Accept(std::span<const float> logits, bool room) {
   Step step;
   if (finished()) return step;
   step.token = sampler_.Sample(logits, prompt_, result_.tokens);
+  ++result_.sampled;
   const std::string piece = decode_piece_ ? decode_piece_(step.token) : std::string();
   const StopResult s = stop_.Feed(step.token, piece);
   if (s.reason != "stop_id") {  // a stop id ends generation and is not part of the output

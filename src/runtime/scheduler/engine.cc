@@ -1,0 +1,323 @@
+#include "runtime/scheduler/engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "core/log.h"
+#include "tokenizer/stream_decoder.h"
+
+namespace g4 {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// log-softmax of the raw model distribution: the sampled token's logprob and the best `k`.
+TokenLogprob Logprobs(std::span<const float> logits, int32_t token, int k) {
+  TokenLogprob lp;
+  lp.token = token;
+  const float max = *std::max_element(logits.begin(), logits.end());
+  double sum = 0;
+  for (float x : logits) sum += std::exp(static_cast<double>(x - max));
+  const float log_z = max + static_cast<float>(std::log(sum));
+  lp.logprob = logits[static_cast<size_t>(token)] - log_z;
+  if (k > 0) {
+    std::vector<int32_t> idx(logits.size());
+    std::iota(idx.begin(), idx.end(), 0);
+    const size_t kk = std::min(idx.size(), static_cast<size_t>(k));
+    std::partial_sort(idx.begin(), idx.begin() + static_cast<int64_t>(kk), idx.end(),
+                      [&](int32_t a, int32_t b) {
+                        return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+                      });
+    for (size_t i = 0; i < kk; ++i) lp.top.emplace_back(idx[i], logits[idx[i]] - log_z);
+  }
+  return lp;
+}
+
+}  // namespace
+
+struct Engine::Active {
+  EngineRequest req;
+  std::shared_ptr<RequestHandle> handle;
+  std::unique_ptr<SequenceKvCache> cache;
+  std::unique_ptr<StreamDecoder> decoder;
+  std::unique_ptr<Sequence> seq;
+  size_t prefilled = 0;      // prompt tokens in the cache
+  int32_t next = -1;         // the token to run in the next decode step
+  Clock::time_point arrival, prefill_done, last_token;
+  bool got_first = false;
+  GenerationStats stats;
+};
+
+Engine::Engine(const Gemma4Model& model, Backend& backend, const Tokenizer* tokenizer,
+               EngineOptions options, EngineObserver* observer)
+    : model_(model), backend_(backend), tokenizer_(tokenizer), options_(options),
+      observer_(observer) {
+  options_.max_batch = std::max(1, options_.max_batch);
+  options_.prefill_budget = std::max(1, options_.prefill_budget);
+  options_.ctx_size = std::clamp(options_.ctx_size, 1, model.config().max_position_embeddings);
+  auto probe = SequenceKvCache::Create(model.config(), options_.ctx_size);
+  if (probe.ok()) kv_budget_bytes_ = (*probe)->reserved_bytes() * options_.max_batch;
+}
+
+Engine::~Engine() { Shutdown(std::chrono::milliseconds(0)); }
+
+void Engine::Start() {
+  if (!thread_.joinable()) thread_ = std::thread([this] { Loop(); });
+}
+
+Status Engine::Warmup() {
+  const ModelConfig& c = model_.config();
+  const int prefill = std::min(options_.prefill_budget, options_.ctx_size - 1);
+  std::vector<std::unique_ptr<SequenceKvCache>> caches;
+  std::vector<int32_t> prompt(static_cast<size_t>(std::max(1, prefill)), c.bos_id);
+  std::vector<Gemma4Model::BatchItem> items;
+  for (int b = 0; b < options_.max_batch; ++b) {
+    G4_ASSIGN_OR_RETURN(auto cache, SequenceKvCache::Create(c, options_.ctx_size));
+    caches.push_back(std::move(cache));
+    const size_t n = b == 0 ? prompt.size() : 1;  // one prefill chunk, the rest one token
+    items.push_back({std::span<const int32_t>(prompt.data(), n), 0, caches.back().get(), true});
+  }
+  G4_RETURN_IF_ERROR(model_.ForwardBatch(backend_, items).status());
+  for (size_t b = 0; b < items.size(); ++b) {  // then a full decode batch
+    items[b] = {std::span<const int32_t>(prompt.data(), 1), caches[b]->size(), caches[b].get(), true};
+  }
+  return model_.ForwardBatch(backend_, items).status();
+}
+
+void Engine::Shutdown(std::chrono::milliseconds grace) {
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    accepting_ = false;
+    cv_.wait_for(lock, grace, [this] { return waiting_.empty() && running_count_ == 0; });
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  // Anything still queued never ran: tell its submitter.
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [req, handle] : waiting_) {
+    RequestEvent ev;
+    ev.kind = RequestEvent::Kind::kFinished;
+    ev.result.finish_reason = "cancelled";
+    handle->Push(std::move(ev));
+  }
+  waiting_.clear();
+}
+
+StatusOr<std::shared_ptr<RequestHandle>> Engine::Submit(EngineRequest request) {
+  const int64_t P = static_cast<int64_t>(request.prompt.size());
+  if (P == 0) return InvalidArgument("empty prompt: at least one token id is needed");
+  if (P >= options_.ctx_size) {
+    return InvalidArgument("prompt of " + std::to_string(P) +
+                           " tokens leaves no room in the context of " +
+                           std::to_string(options_.ctx_size) + " tokens");
+  }
+  for (size_t t = 0; t < request.prompt.size(); ++t) {
+    const int32_t id = request.prompt[t];
+    if (id < 0 || id >= model_.config().vocab_size) {
+      return InvalidArgument("token id " + std::to_string(id) + " at position " +
+                             std::to_string(t) + " is outside the vocabulary of " +
+                             std::to_string(model_.config().vocab_size));
+    }
+  }
+  G4_RETURN_IF_ERROR(ValidateGenerationOptions(request.options, tokenizer_ != nullptr));
+  auto handle = std::make_shared<RequestHandle>();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!accepting_) return Unavailable("the server is shutting down");
+    if (static_cast<int>(waiting_.size()) >= options_.max_waiting) {
+      return Unavailable("the request queue is full (" + std::to_string(options_.max_waiting) +
+                         " waiting); retry later");
+    }
+    waiting_.emplace_back(std::move(request), handle);
+  }
+  cv_.notify_all();
+  return handle;
+}
+
+EngineStats Engine::Stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  EngineStats s;
+  s.running = running_count_;
+  s.waiting = static_cast<int>(waiting_.size());
+  s.kv_cache_usage = kv_budget_bytes_ ? static_cast<double>(reserved_bytes_) / kv_budget_bytes_ : 0.0;
+  return s;
+}
+
+void Engine::Loop() {
+  for (;;) {
+    std::deque<std::pair<EngineRequest, std::shared_ptr<RequestHandle>>> admitted;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return stop_ || !waiting_.empty() || !active_.empty(); });
+      if (stop_) break;
+      while (static_cast<int>(active_.size() + admitted.size()) < options_.max_batch &&
+             !waiting_.empty()) {
+        admitted.push_back(std::move(waiting_.front()));
+        waiting_.pop_front();
+      }
+    }
+    Admit(admitted);
+    Step();
+  }
+  for (auto& a : active_) Finish(*a, "cancelled");
+  active_.clear();
+  std::lock_guard<std::mutex> lock(mu_);
+  running_count_ = 0;
+  reserved_bytes_ = 0;
+}
+
+void Engine::Admit(std::deque<std::pair<EngineRequest, std::shared_ptr<RequestHandle>>>& batch) {
+  for (auto& [req, handle] : batch) {
+    auto a = std::make_unique<Active>();
+    a->arrival = Clock::now();
+    const int64_t want = static_cast<int64_t>(req.prompt.size()) + req.options.max_tokens;
+    auto cache = SequenceKvCache::Create(model_.config(),
+                                         static_cast<int>(std::min<int64_t>(want, options_.ctx_size)));
+    if (!cache.ok()) {
+      RequestEvent ev;
+      ev.kind = RequestEvent::Kind::kFinished;
+      ev.result.finish_reason = "error: " + cache.status().message();
+      handle->Push(std::move(ev));
+      continue;
+    }
+    a->cache = std::move(*cache);
+    std::function<std::string(int32_t)> piece;
+    if (tokenizer_) {
+      DecodeOptions d;
+      d.skip_special = req.skip_special_tokens;
+      a->decoder = std::make_unique<StreamDecoder>(*tokenizer_, d);
+      StreamDecoder* dec = a->decoder.get();
+      piece = [dec](int32_t id) {
+        auto text = dec->Push(id);
+        return text.ok() ? std::move(*text) : std::string();
+      };
+    }
+    a->seq = std::make_unique<Sequence>(req.prompt, req.options, std::move(piece));
+    a->stats.prompt_tokens = static_cast<int64_t>(req.prompt.size());
+    a->req = std::move(req);
+    a->handle = std::move(handle);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++running_count_;
+      reserved_bytes_ += a->cache->reserved_bytes();
+    }
+    active_.push_back(std::move(a));
+    Active& added = *active_.back();
+    if (added.seq->finished()) Finish(added, added.seq->result().finish_reason);  // max_tokens 0
+  }
+}
+
+void Engine::Finish(Active& a, const std::string& reason) {
+  a.seq->Finish(reason);
+  const auto now = Clock::now();
+  RequestEvent ev;
+  ev.kind = RequestEvent::Kind::kFinished;
+  ev.result = a.seq->result();
+  if (a.decoder) {  // an unfinished UTF-8 tail held back by the stream decoder
+    const std::string tail = a.decoder->Finish();
+    if (!tail.empty() && ev.result.finish_reason != "cancelled") {
+      RequestEvent text_ev;
+      text_ev.text = tail;
+      a.handle->Push(std::move(text_ev));
+      ev.result.text += tail;
+    }
+  }
+  a.stats.generated_tokens = static_cast<int64_t>(ev.result.tokens.size());
+  a.stats.total_seconds = Seconds(a.arrival, now);
+  ev.result.stats = a.stats;
+  if (observer_) observer_->OnFinished(ev.result, a.stats.total_seconds);
+  {
+    // Free the slot before telling the submitter, so what it reads next is already true.
+    std::lock_guard<std::mutex> lock(mu_);
+    --running_count_;
+    reserved_bytes_ -= a.cache->reserved_bytes();
+  }
+  a.handle->Push(std::move(ev));
+}
+
+void Engine::Step() {
+  // A cancelled request (client gone) is dropped before it costs another step.
+  for (auto& a : active_) {
+    if (a->handle->cancelled() && !a->seq->finished()) Finish(*a, "cancelled");
+  }
+  std::erase_if(active_, [](const auto& a) { return a->seq->finished(); });
+  if (active_.empty()) return;
+
+  std::vector<Gemma4Model::BatchItem> items;
+  std::vector<Active*> owners;
+  std::vector<size_t> prefill_len;  // 0 for a decode item
+  int budget = options_.prefill_budget;
+  bool any_prefill = false;
+  for (auto& a : active_) {
+    const size_t P = a->req.prompt.size();
+    if (a->prefilled < P) {
+      const size_t n = std::min<size_t>(P - a->prefilled, static_cast<size_t>(budget));
+      if (n == 0) continue;  // the budget went to earlier prompts; next step
+      budget -= static_cast<int>(n);
+      items.push_back({std::span<const int32_t>(a->req.prompt).subspan(a->prefilled, n),
+                       static_cast<int32_t>(a->prefilled), a->cache.get(), true});
+      prefill_len.push_back(n);
+      any_prefill = true;
+    } else {
+      items.push_back({std::span<const int32_t>(&a->next, 1), a->cache->size(), a->cache.get(), true});
+      prefill_len.push_back(0);
+    }
+    owners.push_back(a.get());
+  }
+  const auto t0 = Clock::now();
+  auto out = model_.ForwardBatch(backend_, items);
+  const auto t1 = Clock::now();
+  if (!out.ok()) {
+    LogError("engine step failed: " + out.status().ToString());
+    for (Active* a : owners) Finish(*a, "error: " + out.status().message());
+    std::erase_if(active_, [](const auto& a) { return a->seq->finished(); });
+    return;
+  }
+  if (!any_prefill && observer_) observer_->OnDecodeStep(static_cast<int64_t>(items.size()), Seconds(t0, t1));
+
+  for (size_t i = 0; i < items.size(); ++i) {
+    Active& a = *owners[i];
+    const std::vector<float>& logits = (*out)[i];
+    if (prefill_len[i] > 0) {
+      a.prefilled += prefill_len[i];
+      if (observer_) observer_->OnPromptTokens(static_cast<int64_t>(prefill_len[i]));
+      if (a.prefilled < a.req.prompt.size()) continue;  // more prompt to go
+      a.prefill_done = t1;
+      a.stats.prefill_seconds = Seconds(a.arrival, t1);
+    } else {
+      a.stats.decode_seconds += Seconds(t0, t1);
+      ++a.stats.decode_steps;
+    }
+    const Sequence::Step step = a.seq->Accept(logits, a.cache->size() < a.cache->max_context());
+    const auto now = Clock::now();
+    if (step.token >= 0 && observer_) {
+      if (!a.got_first) {
+        observer_->OnFirstToken(Seconds(a.arrival, now));
+      } else {
+        observer_->OnToken(Seconds(a.last_token, now));
+      }
+    }
+    a.got_first = true;
+    a.last_token = now;
+    RequestEvent ev;
+    ev.token = step.token;
+    ev.text = step.text;
+    if (a.req.top_logprobs >= 0 && step.token >= 0) {
+      ev.logprob = Logprobs(logits, step.token, a.req.top_logprobs);
+    }
+    a.handle->Push(std::move(ev));
+    if (step.finished) {
+      Finish(a, a.seq->result().finish_reason);
+    } else {
+      a.next = a.seq->next_token();
+    }
+  }
+  std::erase_if(active_, [](const auto& a) { return a->seq->finished(); });
+}
+
+}  // namespace g4

@@ -1,0 +1,98 @@
+// Engine: continuous batching. Requests join and leave a shared step: every step runs one
+// ForwardBatch over the weights for all running sequences — one token for each decoding
+// sequence plus prefill chunks within a token budget, so a long prompt is interleaved with the
+// running streams instead of stalling them. One engine thread owns the model, the backend and
+// every KV cache; submitters talk to it only through RequestHandle (events out, cancel flag in).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "model/gemma4.h"
+#include "runtime/kv_cache/kv_cache.h"
+#include "runtime/scheduler/request.h"
+#include "runtime/sequence.h"
+#include "tokenizer/tokenizer.h"
+
+namespace g4 {
+
+struct EngineOptions {
+  int max_batch = 8;         // sequences running at once
+  int max_waiting = 64;      // queued requests beyond that; more are refused (Unavailable)
+  int ctx_size = 4096;       // most positions one sequence may hold
+  int prefill_budget = 256;  // prompt tokens per step, shared by all prefilling sequences
+};
+
+// Hooks for metrics; called on the engine thread.
+class EngineObserver {
+ public:
+  virtual ~EngineObserver() = default;
+  virtual void OnPromptTokens(int64_t n) {}
+  virtual void OnFirstToken(double seconds_since_arrival) {}
+  virtual void OnToken(double seconds_since_previous) {}
+  virtual void OnFinished(const GenerationResult& result, double seconds_since_arrival) {}
+  // A step that ran only decode tokens: its tokens and duration (the decode-speed gauge).
+  virtual void OnDecodeStep(int64_t tokens, double seconds) {}
+};
+
+struct EngineStats {
+  int running = 0;
+  int waiting = 0;
+  double kv_cache_usage = 0.0;  // reserved KV bytes of running sequences / the batch's budget
+};
+
+class Engine {
+ public:
+  // The model, backend and tokenizer must outlive the engine; tokenizer may be null (then no
+  // text, and stop strings are refused).
+  Engine(const Gemma4Model& model, Backend& backend, const Tokenizer* tokenizer,
+         EngineOptions options, EngineObserver* observer = nullptr);
+  ~Engine();
+
+  void Start();
+  // Runs the shapes the engine will serve once (a prefill chunk and a full decode batch), so
+  // the first request does not pay for page faults and first-touch allocations.
+  Status Warmup();
+  // Stops accepting, lets running requests finish for up to `grace`, cancels the rest, joins.
+  void Shutdown(std::chrono::milliseconds grace);
+
+  // Queues a request. InvalidArgument if it can never run (empty prompt, prompt >= context,
+  // bad options), Unavailable if the queue is full or the engine is shutting down.
+  StatusOr<std::shared_ptr<RequestHandle>> Submit(EngineRequest request);
+
+  EngineStats Stats() const;
+  const EngineOptions& options() const { return options_; }
+
+ private:
+  struct Active;
+
+  void Loop();
+  void Admit(std::deque<std::pair<EngineRequest, std::shared_ptr<RequestHandle>>>& batch);
+  void Step();
+  void Finish(Active& a, const std::string& reason);
+
+  const Gemma4Model& model_;
+  Backend& backend_;
+  const Tokenizer* tokenizer_;
+  EngineOptions options_;
+  EngineObserver* observer_;
+  size_t kv_budget_bytes_ = 0;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::pair<EngineRequest, std::shared_ptr<RequestHandle>>> waiting_;
+  bool accepting_ = true;
+  bool stop_ = false;
+  int running_count_ = 0;
+  size_t reserved_bytes_ = 0;
+
+  std::vector<std::unique_ptr<Active>> active_;  // engine thread only
+  std::thread thread_;
+};
+
+}  // namespace g4

@@ -1,0 +1,182 @@
+// The continuous-batching engine: concurrent requests get exactly the output they get alone,
+// cancellation frees the slot within a step, a full queue is refused, shutdown ends everything.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "model/synthetic.h"
+#include "runtime/generator.h"
+#include "runtime/scheduler/engine.h"
+
+namespace g4 {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+std::unique_ptr<Gemma4Model> TinyModel() {
+  const fs::path dir = fs::path(::testing::TempDir()) / "g4_engine_tiny";
+  if (!fs::exists(dir / "config.json")) {
+    SyntheticOptions o;
+    o.preset = "tiny";
+    o.dtype = DType::kBF16;
+    o.seed = 9;
+    if (!WriteSyntheticCheckpoint(o, dir.string()).ok()) return nullptr;
+  }
+  auto m = Gemma4Model::Load(dir.string());
+  return m.ok() ? std::move(*m) : nullptr;
+}
+
+std::vector<int32_t> Prompt(int n, int salt) {
+  std::vector<int32_t> ids = {2};
+  for (int i = 1; i < n; ++i) ids.push_back((i * 37 + salt * 101) % 512);
+  return ids;
+}
+
+GenerationOptions Greedy(int max_tokens) {
+  GenerationOptions o;
+  o.max_tokens = max_tokens;
+  o.sampling.greedy = true;
+  return o;
+}
+
+// Drains a handle: the finished event's result (fails the test on a 30 s stall).
+GenerationResult Wait(RequestHandle& h, int* token_events = nullptr) {
+  RequestEvent ev;
+  int n = 0;
+  while (h.Next(&ev, 30s)) {
+    if (ev.kind == RequestEvent::Kind::kFinished) {
+      if (token_events) *token_events = n;
+      return ev.result;
+    }
+    n += ev.token >= 0;
+  }
+  ADD_FAILURE() << "no finished event";
+  return {};
+}
+
+TEST(EngineTest, ConcurrentGreedyOutputsEqualSoloOutputs) {
+  auto model = TinyModel();
+  ASSERT_NE(model, nullptr);
+  Backend solo_backend(BackendKind::kCpu, 1);
+  std::vector<std::vector<int32_t>> expected;
+  for (int s = 0; s < 8; ++s) {
+    auto r = Generate(*model, solo_backend, Prompt(3 + 5 * s, s), Greedy(12));
+    ASSERT_TRUE(r.ok());
+    expected.push_back(r->tokens);
+  }
+  Backend backend(BackendKind::kCpu, 0);
+  EngineOptions eo;
+  eo.max_batch = 4;  // 8 requests: half wait, then join as others finish
+  eo.prefill_budget = 9;
+  eo.ctx_size = 128;
+  Engine engine(*model, backend, nullptr, eo);
+  engine.Start();
+  std::vector<std::shared_ptr<RequestHandle>> handles;
+  for (int s = 0; s < 8; ++s) {
+    EngineRequest req;
+    req.prompt = Prompt(3 + 5 * s, s);
+    req.options = Greedy(12);
+    auto h = engine.Submit(std::move(req));
+    ASSERT_TRUE(h.ok()) << h.status().ToString();
+    handles.push_back(*h);
+  }
+  for (int s = 0; s < 8; ++s) {
+    int events = 0;
+    const GenerationResult r = Wait(*handles[s], &events);
+    EXPECT_EQ(r.tokens, expected[s]) << "request " << s;
+    EXPECT_EQ(r.finish_reason, "length");
+    EXPECT_EQ(events, 12);
+  }
+  EXPECT_EQ(engine.Stats().running, 0);
+  engine.Shutdown(1s);
+}
+
+TEST(EngineTest, CancelFreesTheSlotWithinAStep) {
+  auto model = TinyModel();
+  ASSERT_NE(model, nullptr);
+  Backend backend(BackendKind::kCpu, 0);
+  EngineOptions eo;
+  eo.max_batch = 1;
+  eo.ctx_size = 512;
+  Engine engine(*model, backend, nullptr, eo);
+  engine.Start();
+  EngineRequest req;
+  req.prompt = Prompt(10, 1);
+  req.options = Greedy(400);
+  auto h = engine.Submit(req);
+  ASSERT_TRUE(h.ok());
+  RequestEvent ev;
+  ASSERT_TRUE((*h)->Next(&ev, 30s));  // the first token arrived: it is running
+  EXPECT_EQ(engine.Stats().running, 1);
+  (*h)->Cancel();
+  const GenerationResult r = Wait(**h);
+  EXPECT_EQ(r.finish_reason, "cancelled");
+  EXPECT_LT(r.tokens.size(), 400u);
+  EXPECT_EQ(engine.Stats().running, 0);
+  EXPECT_EQ(engine.Stats().kv_cache_usage, 0.0);
+  // The slot is free: a new request runs to completion.
+  req.options = Greedy(3);
+  auto h2 = engine.Submit(req);
+  ASSERT_TRUE(h2.ok());
+  EXPECT_EQ(Wait(**h2).tokens.size(), 3u);
+  engine.Shutdown(1s);
+}
+
+TEST(EngineTest, FullQueueAndBadRequestsAreRefused) {
+  auto model = TinyModel();
+  ASSERT_NE(model, nullptr);
+  Backend backend(BackendKind::kCpu, 0);
+  EngineOptions eo;
+  eo.max_batch = 1;
+  eo.max_waiting = 2;
+  eo.ctx_size = 64;
+  Engine engine(*model, backend, nullptr, eo);  // not started: nothing leaves the queue
+  EngineRequest req;
+  req.prompt = Prompt(5, 0);
+  req.options = Greedy(4);
+  ASSERT_TRUE(engine.Submit(req).ok());
+  ASSERT_TRUE(engine.Submit(req).ok());
+  auto third = engine.Submit(req);
+  ASSERT_FALSE(third.ok());
+  EXPECT_EQ(third.status().code(), StatusCode::kUnavailable);
+  EXPECT_THAT(third.status().message(), ::testing::HasSubstr("queue is full"));
+
+  req.prompt = Prompt(64, 0);
+  auto too_long = engine.Submit(req);
+  ASSERT_FALSE(too_long.ok());
+  EXPECT_EQ(too_long.status().code(), StatusCode::kInvalidArgument);
+  req.prompt = {2, 9999};
+  EXPECT_FALSE(engine.Submit(req).ok());
+  req.prompt = Prompt(5, 0);
+  req.options.stop_strings = {"x"};  // no tokenizer: stop strings cannot be matched
+  EXPECT_FALSE(engine.Submit(req).ok());
+}
+
+TEST(EngineTest, ShutdownEndsQueuedAndRunningRequests) {
+  auto model = TinyModel();
+  ASSERT_NE(model, nullptr);
+  Backend backend(BackendKind::kCpu, 0);
+  EngineOptions eo;
+  eo.max_batch = 1;
+  eo.ctx_size = 4096;
+  Engine engine(*model, backend, nullptr, eo);
+  ASSERT_TRUE(engine.Warmup().ok());
+  engine.Start();
+  EngineRequest req;
+  req.prompt = Prompt(5, 0);
+  req.options = Greedy(4000);
+  auto running = engine.Submit(req);
+  auto queued = engine.Submit(req);
+  ASSERT_TRUE(running.ok() && queued.ok());
+  std::this_thread::sleep_for(50ms);
+  engine.Shutdown(0ms);
+  EXPECT_EQ(Wait(**running).finish_reason, "cancelled");
+  EXPECT_EQ(Wait(**queued).finish_reason, "cancelled");
+  EXPECT_FALSE(engine.Submit(req).ok());  // no longer accepting
+}
+
+}  // namespace
+}  // namespace g4
