@@ -2,6 +2,9 @@
 find_package(Threads REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(hwy REQUIRED)
+# Debian's cpp-httplib ships a compiled library with a pkg-config file, no CMake config.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 find_package(CLI11 QUIET CONFIG)
 if(NOT TARGET CLI11::CLI11)
   # Debian's libcli11-dev is header-only; make an interface target if no config was found.

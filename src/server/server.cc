@@ -1,0 +1,391 @@
+#include "server/server.h"
+
+#include <httplib.h>
+
+#include <chrono>
+
+#include "core/log.h"
+#include "server/http/task_queue.h"
+#include "server/openai/api_error.h"
+#include "server/openai/response.h"
+#include "server/openai/tokenize_request.h"
+#include "server/reasoning_stream.h"
+
+namespace g4 {
+namespace {
+
+using namespace std::chrono_literals;
+using openai::ApiError;
+using openai::ojson;
+using openai::ParsedRequest;
+
+constexpr auto kPollInterval = 50ms;  // how often a waiting handler checks that its client is there
+
+void SendError(httplib::Response& res, const ApiError& e) {
+  res.status = e.status;
+  if (e.status == 503) res.set_header("Retry-After", "1");
+  res.set_content(openai::ToJsonString(e), "application/json");
+}
+
+void SendJson(httplib::Response& res, const ojson& body) {
+  res.status = 200;
+  res.set_content(openai::Dump(body), "application/json");
+}
+
+std::string TokenText(const Tokenizer& tok, int32_t id) {
+  std::string s;
+  if (!tok.AppendDecoded(id, DecodeOptions{}, &s).ok()) return "";
+  return s;
+}
+
+openai::TokenLogprob ToApiLogprob(const Tokenizer& tok, const TokenLogprob& lp) {
+  openai::TokenLogprob out;
+  out.token = TokenText(tok, lp.token);
+  out.logprob = lp.logprob;
+  for (const auto& [id, value] : lp.top) out.top.push_back({TokenText(tok, id), value});
+  return out;
+}
+
+// OpenAI's finish_reason for an engine finish reason.
+std::string ApiFinishReason(const std::string& reason) {
+  return reason == "length" ? "length" : "stop";  // "degenerate" stops like a stop string
+}
+
+// One generation request, from parsed body to the last byte written.
+class Generation {
+ public:
+  Generation(const ServingState& s, Metrics* m, ParsedRequest req)
+      : s_(s), metrics_(m), req_(std::move(req)) {
+    chat_ = req_.kind == ParsedRequest::Kind::kChat;
+    meta_.id = openai::NewRequestId(chat_ ? "chatcmpl-" : "cmpl-");
+    meta_.created = openai::UnixNow();
+    meta_.model = s.defaults.model_name;
+  }
+
+  // Tokenizes, checks the context and submits; on failure fills *error.
+  bool Submit(ApiError* error) {
+    if (chat_) {
+      ChatOptions co;
+      co.add_generation_prompt = req_.add_generation_prompt;
+      co.enable_thinking = req_.enable_thinking;
+      co.style = s_.chat_style;
+      auto text = RenderChat(req_.messages, nlohmann::json(), co);
+      if (!text.ok()) return Fail(openai::FromStatus(text.status(), "messages"), error);
+      prompt_ = s_.tokenizer->Encode(*text, EncodeOptions{true, false});
+    } else if (req_.prompt_is_ids) {
+      if (auto e = openai::ValidatePromptIds(req_, s_.model->config().vocab_size)) return Fail(*e, error);
+      prompt_ = req_.prompt_ids;
+    } else {
+      prompt_ = s_.tokenizer->Encode(req_.prompt_text, EncodeOptions{true, true});
+    }
+    auto max_tokens = openai::ResolveMaxTokens(req_, static_cast<int64_t>(prompt_.size()),
+                                               s_.defaults.max_model_len);
+    if (!max_tokens.ok()) return Fail(max_tokens.error(), error);
+    EngineRequest er;
+    er.prompt = prompt_;
+    er.options.max_tokens = max_tokens.value();
+    er.options.sampling = req_.sampling;
+    er.options.stop_ids = req_.stop_token_ids;
+    er.options.stop_strings = req_.stop;
+    er.options.ignore_eos = req_.ignore_eos;
+    er.skip_special_tokens = req_.skip_special_tokens;
+    er.top_logprobs = req_.logprobs ? req_.top_logprobs : -1;
+    auto handle = s_.engine->Submit(std::move(er));
+    if (!handle.ok()) {
+      const Status& st = handle.status();
+      return Fail(st.code() == StatusCode::kUnavailable ? openai::Unavailable(st.message())
+                                                        : openai::FromStatus(st, chat_ ? "messages" : "prompt"),
+                  error);
+    }
+    handle_ = *handle;
+    return true;
+  }
+
+  // Streams SSE events. Returns false when the client is gone (the request is cancelled).
+  bool Stream(httplib::DataSink& sink) {
+    if (!WriteRoleChunk(sink)) return false;
+    RequestEvent ev;
+    for (;;) {
+      if (!handle_->Next(&ev, kPollInterval)) {
+        if (!sink.is_writable()) return Cancel();
+        continue;
+      }
+      if (ev.kind == RequestEvent::Kind::kFinished) return WriteFinish(sink, ev.result);
+      openai::Chunk chunk;
+      if (chat_) {
+        std::string content, reasoning;
+        splitter_.Feed(ev.text, &content, &reasoning);
+        if (!reasoning.empty() && req_.include_reasoning) chunk.reasoning = reasoning;
+        if (!content.empty()) chunk.text = content;
+      } else if (!ev.text.empty()) {
+        chunk.text = ev.text;
+      }
+      if (ev.token >= 0 && req_.logprobs) {
+        chunk.logprobs = std::vector<openai::TokenLogprob>{ToApiLogprob(*s_.tokenizer, ev.logprob)};
+        if (!chunk.text) chunk.text = "";
+      }
+      if (!chunk.text && !chunk.reasoning) continue;  // nothing to show yet (held back)
+      chunk.usage_null = req_.include_usage;
+      if (!Write(sink, openai::SseEvent(Body(chunk)))) return Cancel();
+    }
+  }
+
+  // Waits for the whole answer, then writes one JSON body.
+  bool Complete(httplib::DataSink& sink) {
+    RequestEvent ev;
+    std::vector<openai::TokenLogprob> logprobs;
+    for (;;) {
+      if (!handle_->Next(&ev, kPollInterval)) {
+        if (!sink.is_writable()) return Cancel();
+        continue;
+      }
+      if (ev.kind == RequestEvent::Kind::kFinished) break;
+      if (ev.token >= 0 && req_.logprobs) logprobs.push_back(ToApiLogprob(*s_.tokenizer, ev.logprob));
+    }
+    const GenerationResult& r = ev.result;
+    if (r.finish_reason.rfind("error", 0) == 0) {
+      const std::string body = openai::ToJsonString(openai::Internal(r.finish_reason));
+      Write(sink, body);
+      sink.done();
+      return true;
+    }
+    openai::Choice choice;
+    choice.finish_reason = ApiFinishReason(r.finish_reason);
+    if (chat_) {
+      const ParsedOutput parsed = ParseModelOutput(r.text);
+      choice.text = parsed.content;
+      if (!parsed.reasoning.empty() && req_.include_reasoning) choice.reasoning = parsed.reasoning;
+    } else {
+      choice.text = (req_.echo && !req_.prompt_is_ids ? req_.prompt_text : "") + r.text;
+    }
+    if (req_.logprobs) choice.logprobs = std::move(logprobs);
+    const ojson usage = openai::Usage(static_cast<int64_t>(prompt_.size()), r.sampled);
+    const ojson body = chat_ ? openai::ChatCompletion(meta_, choice, usage, r.degeneracy)
+                             : openai::TextCompletion(meta_, choice, usage, r.degeneracy);
+    LogVerdict(r);
+    Write(sink, openai::Dump(body));
+    sink.done();
+    return true;
+  }
+
+ private:
+  bool Fail(const ApiError& e, ApiError* out) {
+    *out = e;
+    return false;
+  }
+
+  bool Write(httplib::DataSink& sink, std::string_view data) {
+    return sink.write(data.data(), data.size());
+  }
+
+  bool Cancel() {
+    handle_->Cancel();
+    return false;
+  }
+
+  ojson Body(const openai::Chunk& chunk) const {
+    return chat_ ? openai::ChatChunk(meta_, chunk) : openai::TextChunk(meta_, chunk);
+  }
+
+  bool WriteRoleChunk(httplib::DataSink& sink) {
+    if (!chat_) return true;
+    openai::Chunk first;
+    first.role = true;
+    first.text = "";
+    first.usage_null = req_.include_usage;
+    return Write(sink, openai::SseEvent(Body(first))) || Cancel();
+  }
+
+  bool WriteFinish(httplib::DataSink& sink, const GenerationResult& r) {
+    if (r.finish_reason.rfind("error", 0) == 0) {
+      Write(sink, openai::SseEvent(openai::ToJson(openai::Internal(r.finish_reason))));
+    } else {
+      openai::Chunk last;
+      last.finish_reason = ApiFinishReason(r.finish_reason);
+      last.verdict = r.degeneracy;
+      last.usage_null = req_.include_usage;
+      if (!chat_) last.text = "";
+      if (!Write(sink, openai::SseEvent(Body(last)))) return Cancel();
+      if (req_.include_usage) {
+        const ojson usage = openai::Usage(static_cast<int64_t>(prompt_.size()), r.sampled);
+        Write(sink, openai::SseEvent(openai::UsageChunk(
+                        meta_, chat_ ? "chat.completion.chunk" : "text_completion", usage)));
+      }
+      LogVerdict(r);
+    }
+    Write(sink, openai::kSseDone);
+    sink.done();
+    return true;
+  }
+
+  void LogVerdict(const GenerationResult& r) {
+    if (r.degeneracy.degenerate) {
+      LogWarning("degenerate response " + meta_.id + ": " + r.degeneracy.reason +
+                 " (from generated token " + std::to_string(r.degeneracy.start) + ")");
+    }
+  }
+
+  const ServingState& s_;
+  Metrics* metrics_;
+  ParsedRequest req_;
+  bool chat_ = true;
+  openai::ResponseMeta meta_;
+  std::vector<int32_t> prompt_;
+  std::shared_ptr<RequestHandle> handle_;
+  ReasoningSplitter splitter_;
+};
+
+}  // namespace
+
+Server::Server(ServerOptions options, Metrics* metrics)
+    : options_(std::move(options)), metrics_(metrics), http_(std::make_unique<httplib::Server>()) {
+  const size_t max_threads = static_cast<size_t>(std::max(8, options_.max_http_threads));
+  http_->new_task_queue = [max_threads] { return new ElasticTaskQueue(4, max_threads); };
+  http_->set_tcp_nodelay(true);  // without it every SSE chunk can sit ~40 ms (Nagle)
+  http_->set_keep_alive_max_count(1000);
+  // Idle keep-alive connections hold an HTTP thread, and Stop() waits for them: keep it short.
+  http_->set_keep_alive_timeout(5);
+  http_->set_read_timeout(30, 0);
+  http_->set_write_timeout(30, 0);
+  http_->set_payload_max_length(options_.max_body_bytes);
+  Routes();
+}
+
+Server::~Server() { Stop(); }
+
+Status Server::Bind() {
+  if (options_.port == 0) {
+    port_ = http_->bind_to_any_port(options_.host);
+    if (port_ <= 0) return IoError("cannot bind " + options_.host + " to any port");
+    return Status::Ok();
+  }
+  if (!http_->bind_to_port(options_.host, options_.port)) {
+    return IoError("cannot bind " + options_.host + ":" + std::to_string(options_.port) +
+                   " (in use, or not an address of this machine)");
+  }
+  port_ = options_.port;
+  return Status::Ok();
+}
+
+void Server::Start() {
+  listener_ = std::thread([this] { http_->listen_after_bind(); });
+}
+
+void Server::SetReady(ServingState state) {
+  state_ = std::move(state);
+  ready_.store(true);
+}
+
+void Server::Stop() {
+  if (http_) http_->stop();
+  if (listener_.joinable()) listener_.join();
+}
+
+void Server::Routes() {
+  httplib::Server& http = *http_;
+
+  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    const bool open_route = req.path == "/health" || req.path == "/metrics";
+    if (!options_.api_key.empty() && !open_route &&
+        req.get_header_value("Authorization") != "Bearer " + options_.api_key) {
+      SendError(res, openai::Unauthorized());
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (!ready_.load() && !open_route) {
+      SendError(res, openai::Unavailable("the model is loading"));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (res.status == 413) {
+      SendError(res, openai::PayloadTooLarge(0));
+    } else if (res.status == 404 || res.body.empty()) {
+      if (res.status == 404) SendError(res, openai::NotFound("no route " + req.method + " " + req.path));
+    }
+  });
+  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+    SendError(res, openai::Internal("internal error"));
+  });
+
+  http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    if (!ready_.load()) return SendError(res, openai::Unavailable("the model is loading"));
+    res.set_content("{\"status\":\"ok\"}", "application/json");
+  });
+
+  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    if (ready_.load()) {
+      const EngineStats st = state_.engine->Stats();
+      metrics_->SetRequestsRunning(st.running);
+      metrics_->SetRequestsWaiting(st.waiting);
+      metrics_->SetKvCacheUsage(st.kv_cache_usage);
+    }
+    res.set_content(metrics_->Render(), std::string(Metrics::kContentType));
+  });
+
+  http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    SendJson(res, openai::ModelsList(state_.defaults.model_name, state_.created,
+                                     state_.defaults.max_model_len));
+  });
+
+  http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    auto parsed = openai::ParseTokenizeRequest(req.body, state_.defaults);
+    if (!parsed.ok()) return SendError(res, parsed.error());
+    const openai::TokenizeRequest& t = parsed.value();
+    std::vector<int32_t> ids;
+    if (t.is_chat) {
+      ChatOptions co;
+      co.add_generation_prompt = t.add_generation_prompt;
+      co.enable_thinking = t.enable_thinking;
+      co.style = state_.chat_style;
+      auto text = RenderChat(t.messages, nlohmann::json(), co);
+      if (!text.ok()) return SendError(res, openai::FromStatus(text.status(), "messages"));
+      ids = state_.tokenizer->Encode(*text, EncodeOptions{true, false});
+    } else {
+      ids = state_.tokenizer->Encode(t.prompt, EncodeOptions{true, t.add_special_tokens});
+    }
+    std::optional<std::vector<std::string>> strs;
+    if (t.return_token_strs) {
+      strs.emplace();
+      for (int32_t id : ids) strs->emplace_back(state_.tokenizer->Piece(id));
+    }
+    SendJson(res, openai::TokenizeResponse(ids, state_.defaults.max_model_len, strs));
+  });
+
+  http.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    auto parsed = openai::ParseDetokenizeRequest(req.body, state_.defaults);
+    if (!parsed.ok()) return SendError(res, parsed.error());
+    auto text = state_.tokenizer->Decode(parsed.value().tokens);
+    if (!text.ok()) return SendError(res, openai::BadRequest(text.status().message(), "tokens"));
+    SendJson(res, openai::DetokenizeResponse(*text));
+  });
+
+  auto generate = [this](const httplib::Request& req, httplib::Response& res, bool chat) {
+    auto parsed = chat ? openai::ParseChatRequest(req.body, state_.defaults)
+                       : openai::ParseCompletionRequest(req.body, state_.defaults);
+    if (!parsed.ok()) return SendError(res, parsed.error());
+    const bool stream = parsed.value().stream;
+    auto gen = std::make_shared<Generation>(state_, metrics_, std::move(parsed).value());
+    ApiError error;
+    if (!gen->Submit(&error)) return SendError(res, error);
+    // Both kinds go through the chunked provider: it is what lets a waiting handler notice a
+    // vanished client (is_writable) and cancel its request, streaming or not.
+    if (stream) {
+      res.set_header("Cache-Control", "no-cache");
+      res.set_header("X-Accel-Buffering", "no");
+      res.set_chunked_content_provider(
+          "text/event-stream", [gen](size_t, httplib::DataSink& sink) { return gen->Stream(sink); });
+    } else {
+      res.set_chunked_content_provider(
+          "application/json", [gen](size_t, httplib::DataSink& sink) { return gen->Complete(sink); });
+    }
+  };
+  http.Post("/v1/chat/completions", [generate](const httplib::Request& req, httplib::Response& res) {
+    generate(req, res, true);
+  });
+  http.Post("/v1/completions", [generate](const httplib::Request& req, httplib::Response& res) {
+    generate(req, res, false);
+  });
+}
+
+}  // namespace g4

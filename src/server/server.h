@@ -1,0 +1,75 @@
+// Server: the OpenAI-compatible HTTP front of g4. cpp-httplib (Debian 0.11.4) with TCP_NODELAY,
+// an elastic task queue, body and keep-alive limits; routes to the openai layer (parsing,
+// validation, response shapes) and the continuous-batching Engine. HTTP threads never run the
+// model: they submit a request, then pull its events and write them, cancelling it as soon as
+// the client is gone (a failed write, or is_writable() turning false while waiting).
+//
+// The server listens before the model is ready: /health answers 503 until SetReady(), and
+// generation routes answer 503 "loading" until then.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "core/status.h"
+#include "model/gemma4.h"
+#include "runtime/scheduler/engine.h"
+#include "server/metrics.h"
+#include "server/openai/request.h"
+#include "tokenizer/chat.h"
+#include "tokenizer/tokenizer.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace g4 {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  std::string api_key;                     // empty: no auth
+  size_t max_body_bytes = size_t{32} << 20;
+  int max_http_threads = 256;
+};
+
+// What the routes need once the model is loaded.
+struct ServingState {
+  const Gemma4Model* model = nullptr;
+  const Tokenizer* tokenizer = nullptr;
+  Engine* engine = nullptr;
+  openai::ServerDefaults defaults;
+  ChatStyle chat_style;
+  int64_t created = 0;  // unix seconds the model was loaded
+};
+
+class Server {
+ public:
+  Server(ServerOptions options, Metrics* metrics);
+  ~Server();
+
+  // Binds host:port (port 0 picks a free one). Error names the address.
+  Status Bind();
+  int port() const { return port_; }
+  // Serves on a background thread until Stop().
+  void Start();
+  // Installs the model and starts answering generation requests.
+  void SetReady(ServingState state);
+  // Stops accepting connections and joins the listener (in-flight handlers return first).
+  void Stop();
+
+ private:
+  void Routes();
+
+  ServerOptions options_;
+  Metrics* metrics_;
+  std::unique_ptr<httplib::Server> http_;
+  ServingState state_;
+  std::atomic<bool> ready_{false};
+  int port_ = 0;
+  std::thread listener_;
+};
+
+}  // namespace g4

@@ -1,0 +1,324 @@
+// End-to-end tests of `g4 serve` with the official openai npm client (v6) and plain fetch:
+// a tiny random-weight checkpoint with the real Gemma vocabulary, made at test time.
+// Run by ctest (see CMakeLists.txt) as: node --test tests/server/e2e/server.test.mjs
+// with G4_BIN pointing at the g4 binary.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import OpenAI from 'openai';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const G4 = process.env.G4_BIN;
+const TOKENIZER = join(here, '..', '..', 'node_modules', '@lenml', 'tokenizer-gemma3', 'models',
+                       'tokenizer.json');
+const CTX = 4096;
+
+let dir, server, base, client;
+
+// Starts `g4 serve` on a free port; resolves once /health says ready.
+async function startServer(extraArgs = []) {
+  const args = ['serve', '--model', join(dir, 'model'), '--port', '0', '--max-batch', '4',
+                '--max-waiting', '16', '--served-model-name', 'tiny', ...extraArgs];
+  if (!extraArgs.includes('--ctx-size')) args.push('--ctx-size', String(CTX));
+  const proc = spawn(G4, args,
+                     { stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('server did not start:\n' + log)), 60000);
+    proc.stderr.on('data', (d) => {
+      log += d;
+      const m = /listening on (http:\/\/[0-9.]+:\d+)/.exec(log);
+      if (m) { clearTimeout(timer); resolve(m[1]); }
+    });
+    proc.on('exit', (code) => reject(new Error(`server exited ${code}:\n${log}`)));
+  });
+  for (let i = 0; i < 600; ++i) {
+    const r = await fetch(url + '/health').catch(() => null);
+    if (r && r.status === 200) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return { proc, url, log: () => log };
+}
+
+async function stopServer(s) {
+  const exited = new Promise((resolve) => s.proc.on('exit', (code) => resolve(code)));
+  s.proc.kill('SIGTERM');
+  return exited;
+}
+
+async function metric(name) {
+  const text = await (await fetch(base + '/metrics')).text();
+  let total = 0;
+  for (const line of text.split('\n')) {
+    if (line.startsWith(name + '{') || line.startsWith(name + ' ')) total += Number(line.split(' ').pop());
+  }
+  return total;
+}
+
+async function post(path, body, headers = {}) {
+  const r = await fetch(base + path, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  return { status: r.status, body: await r.json().catch(() => null) };
+}
+
+before(async () => {
+  assert.ok(G4, 'G4_BIN must point at the g4 binary');
+  assert.ok(existsSync(TOKENIZER), `tokenizer missing: ${TOKENIZER} (run scripts/setup.sh)`);
+  dir = mkdtempSync(join(tmpdir(), 'g4-e2e-'));
+  execFileSync(G4, ['make-model', '--preset', 'tiny', '--dtype', 'bf16', '--seed', '7', '--out',
+                    join(dir, 'model'), '--tokenizer', TOKENIZER], { stdio: 'ignore' });
+  server = await startServer();
+  base = server.url;
+  client = new OpenAI({ baseURL: base + '/v1', apiKey: 'unused', maxRetries: 0 });
+});
+
+after(async () => {
+  if (server) {
+    const code = await stopServer(server);
+    assert.equal(code, 0, 'SIGTERM must end the server with exit code 0');
+  }
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+test('first log line is the device policy; health and models', async () => {
+  assert.match(server.log().split('\n')[0], /^g4: device policy: backend=cpu /);
+  const h = await fetch(base + '/health');
+  assert.equal(h.status, 200);
+  const models = await client.models.list();
+  assert.equal(models.data[0].id, 'tiny');
+  assert.equal(models.data[0].max_model_len, CTX);
+});
+
+test('chat completion, non-streaming: shape, usage, verdict', async () => {
+  const r = await client.chat.completions.create({
+    model: 'tiny', messages: [{ role: 'user', content: 'Hello!' }], max_tokens: 6, temperature: 0,
+  });
+  assert.match(r.id, /^chatcmpl-/);
+  assert.equal(r.object, 'chat.completion');
+  assert.equal(r.choices[0].message.role, 'assistant');
+  assert.equal(typeof r.choices[0].message.content, 'string');
+  assert.ok(['stop', 'length'].includes(r.choices[0].finish_reason));
+  assert.ok(r.usage.prompt_tokens > 0);
+  assert.equal(r.usage.total_tokens, r.usage.prompt_tokens + r.usage.completion_tokens);
+  assert.equal(typeof r.g4.degenerate, 'boolean');
+});
+
+test('completion: max_tokens -> finish_reason length, default 16', async () => {
+  const r = await client.completions.create({ model: 'tiny', prompt: 'The capital of France is',
+                                              max_tokens: 5, temperature: 0, ignore_eos: true });
+  assert.equal(r.object, 'text_completion');
+  assert.equal(r.choices[0].finish_reason, 'length');
+  assert.equal(r.usage.completion_tokens, 5);
+  const d = await client.completions.create({ model: 'tiny', prompt: 'Hi', temperature: 0,
+                                              ignore_eos: true });
+  assert.equal(d.usage.completion_tokens, 16);
+});
+
+test('streaming chat: role first, one id, usage chunk, [DONE]; text equals non-streaming', async () => {
+  const req = { model: 'tiny', messages: [{ role: 'user', content: 'Count to three.' }],
+                max_tokens: 12, temperature: 0, ignore_eos: true };
+  const whole = await client.chat.completions.create(req);
+  const stream = await client.chat.completions.create({ ...req, stream: true,
+                                                        stream_options: { include_usage: true } });
+  const ids = new Set();
+  let text = '', sawRole = false, finish = null, usage = null, n = 0;
+  for await (const chunk of stream) {
+    ids.add(chunk.id);
+    if (chunk.usage) usage = chunk.usage;
+    if (!chunk.choices.length) continue;
+    const c = chunk.choices[0];
+    if (n++ === 0) { assert.equal(c.delta.role, 'assistant'); sawRole = true; } else {
+      assert.equal(c.delta.role, undefined);
+    }
+    if (c.delta.content) text += c.delta.content;
+    if (c.finish_reason) finish = c.finish_reason;
+  }
+  assert.ok(sawRole);
+  assert.equal(ids.size, 1);
+  assert.equal(finish, 'length');
+  assert.equal(usage.completion_tokens, 12);
+  assert.equal(usage.completion_tokens, whole.usage.completion_tokens);
+  assert.equal(text, whole.choices[0].message.content);
+});
+
+test('stop strings end generation and are not emitted', async () => {
+  const base_req = { model: 'tiny', prompt: 'Once upon a time', max_tokens: 24, temperature: 0,
+                     ignore_eos: true };
+  const full = (await client.completions.create(base_req)).choices[0].text;
+  assert.ok(full.length > 8, 'need some text to cut');
+  const stop = full.slice(Math.floor(full.length / 2), Math.floor(full.length / 2) + 3);
+  const cut = await client.completions.create({ ...base_req, stop: [stop] });
+  assert.equal(cut.choices[0].finish_reason, 'stop');
+  assert.equal(cut.choices[0].text, full.slice(0, full.indexOf(stop)));
+  // Streaming the same request emits the same text.
+  const s = await client.completions.create({ ...base_req, stop: [stop], stream: true });
+  let streamed = '';
+  for await (const chunk of s) streamed += chunk.choices[0]?.text ?? '';
+  assert.equal(streamed, cut.choices[0].text);
+});
+
+test('a seed makes sampling reproducible', async () => {
+  const req = { model: 'tiny', prompt: 'Random:', max_tokens: 12, temperature: 1.0, top_k: 0,
+                top_p: 1.0, seed: 1234, ignore_eos: true };
+  const a = await client.completions.create(req);
+  const b = await client.completions.create(req);
+  const c = await client.completions.create({ ...req, seed: 99 });
+  assert.equal(a.choices[0].text, b.choices[0].text);
+  assert.notEqual(a.choices[0].text, c.choices[0].text);
+});
+
+test('prompt + max_tokens past the context is a 400 with the vLLM message', async () => {
+  await assert.rejects(
+    client.completions.create({ model: 'tiny', prompt: 'word '.repeat(5000), max_tokens: 8 }),
+    (e) => e.status === 400 && /maximum context length is 4096 tokens/.test(e.message));
+  await assert.rejects(
+    client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'hi' }],
+                                     max_tokens: 5000 }),
+    (e) => e.status === 400 && /maximum context length/.test(e.message));
+});
+
+test('8 concurrent greedy streams each equal their output alone', async () => {
+  const prompts = Array.from({ length: 8 }, (_, i) => `Story ${i}: ` + 'once '.repeat(i * 3));
+  const req = (p) => ({ model: 'tiny', prompt: p, max_tokens: 10, temperature: 0, ignore_eos: true });
+  const solo = [];
+  for (const p of prompts) solo.push((await client.completions.create(req(p))).choices[0].text);
+  const together = await Promise.all(prompts.map(async (p) => {
+    const s = await client.completions.create({ ...req(p), stream: true });
+    let t = '';
+    for await (const chunk of s) t += chunk.choices[0]?.text ?? '';
+    return t;
+  }));
+  assert.deepEqual(together, solo);
+});
+
+test('a client that disconnects mid-stream is cancelled and its slot freed', async () => {
+  const aborts = await metric('vllm:request_success_total{model_name="tiny",finished_reason="abort"}');
+  const controller = new AbortController();
+  const s = await client.completions.create(
+    { model: 'tiny', prompt: 'Go on forever', max_tokens: 4000, temperature: 0, ignore_eos: true,
+      stream: true }, { signal: controller.signal });
+  let n = 0;
+  try {  // openai v6 ends the iteration quietly on abort; other versions throw
+    for await (const _ of s) { if (++n === 2) controller.abort(); }
+  } catch (e) {
+    assert.equal(e.name, 'APIUserAbortError');
+  }
+  assert.equal(n, 2, 'the stream was still running when the client went away');
+  let running = 1;
+  for (let i = 0; i < 100 && running > 0; ++i) {
+    await new Promise((r) => setTimeout(r, 50));
+    running = await metric('vllm:num_requests_running');
+  }
+  assert.equal(running, 0, 'the slot must be freed');
+  assert.ok(await metric('vllm:request_success_total{model_name="tiny",finished_reason="abort"}') > aborts);
+});
+
+test('/metrics parses: every line a comment or a sample, histograms consistent', async () => {
+  const r = await fetch(base + '/metrics');
+  assert.match(r.headers.get('content-type'), /text\/plain/);
+  const text = await r.text();
+  for (const line of text.trim().split('\n')) {
+    assert.match(line, /^(# (HELP|TYPE) .+|[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? -?[0-9.e+Inf-]+|[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? NaN)$/, line);
+  }
+  for (const name of ['vllm:num_requests_running', 'vllm:num_requests_waiting',
+                      'vllm:prompt_tokens_total', 'vllm:generation_tokens_total',
+                      'vllm:time_to_first_token_seconds_count', 'vllm:inter_token_latency_seconds_count',
+                      'vllm:e2e_request_latency_seconds_count', 'g4:decode_tokens_per_second',
+                      'g4:degenerate_responses_total']) {
+    assert.ok(text.includes(name), `missing ${name}`);
+  }
+  assert.ok(await metric('vllm:generation_tokens_total') > 0);
+});
+
+test('tokenize and detokenize round-trip', async () => {
+  const t = await post('/tokenize', { prompt: 'Hello world!' });
+  assert.equal(t.status, 200);
+  assert.deepEqual(t.body.tokens, [2, 9259, 1902, 236888]);
+  const d = await post('/detokenize', { tokens: t.body.tokens.slice(1) });
+  assert.equal(d.body.prompt, 'Hello world!');
+});
+
+test('client errors are 4xx in the OpenAI shape', async () => {
+  const cases = [
+    ['{"messages": [', 400],
+    [{ messages: [] }, 400],
+    [{ messages: [{ role: 'wizard', content: 'x' }] }, 400],
+    [{ messages: [{ role: 'user', content: 'x' }], n: 2 }, 400],
+    [{ messages: [{ role: 'user', content: 'x' }], temperature: 'hot' }, 400],
+    [{ messages: [{ role: 'user', content: 'x' }], tools: [{ type: 'function', function: { name: 'f' } }] }, 400],
+    [{ messages: [{ role: 'user', content: 'x' }], model: 'gpt-9' }, 404],
+  ];
+  for (const [body, status] of cases) {
+    const r = await post('/v1/chat/completions', body);
+    assert.equal(r.status, status, JSON.stringify(body));
+    assert.equal(typeof r.body.error.message, 'string');
+    assert.equal(r.body.error.code, status);
+  }
+  const nf = await fetch(base + '/v1/nothing');
+  assert.equal(nf.status, 404);
+});
+
+test('hundreds of malformed bodies: every answer a 4xx, server stays up', async () => {
+  // Its own server with a small context: a mutation that drops max_tokens is still a valid
+  // chat request, which then fills the whole context.
+  const fuzz = await startServer(['--ctx-size', '64']);
+  try {
+    await fuzzBodies(fuzz.url);
+  } finally {
+    assert.equal(await stopServer(fuzz), 0);
+  }
+});
+
+async function fuzzBodies(url) {
+  const good = JSON.stringify({ messages: [{ role: 'user', content: 'hi' }], max_tokens: 1 });
+  let seed = 12345;
+  const rand = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+  const bodies = [];
+  for (let i = 0; i < 300; ++i) {
+    const chars = good.split('');
+    const edits = 1 + Math.floor(rand() * 4);
+    for (let e = 0; e < edits; ++e) {
+      const at = Math.floor(rand() * chars.length);
+      const op = rand();
+      if (op < 0.4) chars.splice(at, 1);
+      else if (op < 0.8) chars.splice(at, 0, String.fromCharCode(Math.floor(rand() * 128)));
+      else chars[at] = '"';
+    }
+    bodies.push(chars.join(''));
+  }
+  bodies.push('', 'null', '[]', '"x"', '{"messages": {"role": "user"}}', '{"messages": [1, 2]}',
+              '{"messages": [{"role": "user", "content": [{"type": "image_url"}]}]}',
+              '{"messages": [{"role": "user", "content": "x"}], "max_tokens": -5}',
+              '{"messages": [{"role": "user", "content": "x"}], "stream_options": {}}',
+              '{' + '"a":{'.repeat(2000) + '}'.repeat(2001));
+  for (const b of bodies) {
+    const r = await fetch(url + '/v1/chat/completions',
+                          { method: 'POST', headers: { 'content-type': 'application/json' }, body: b });
+    const text = await r.text();
+    if (r.status === 200) continue;  // a mutation that is still a valid request
+    assert.ok(r.status >= 400 && r.status < 500, `status ${r.status} for ${b}: ${text}`);
+    assert.ok(JSON.parse(text).error, text);
+  }
+  assert.equal((await fetch(url + '/health')).status, 200);
+}
+
+test('api key: 401 without the bearer token; health stays open', async () => {
+  const keyed = await startServer(['--api-key', 'sekrit']);
+  try {
+    const noKey = await fetch(keyed.url + '/v1/models');
+    assert.equal(noKey.status, 401);
+    assert.equal((await noKey.json()).error.code, 401);
+    const ok = await fetch(keyed.url + '/v1/models', { headers: { Authorization: 'Bearer sekrit' } });
+    assert.equal(ok.status, 200);
+    assert.equal((await fetch(keyed.url + '/health')).status, 200);
+  } finally {
+    assert.equal(await stopServer(keyed), 0);
+  }
+});

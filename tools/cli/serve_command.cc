@@ -1,0 +1,141 @@
+// `g4 serve`: the OpenAI-compatible server. Start-up order: the device policy line, the
+// model and tokenizer mapped, the port bound (/health answers 503), the fixed shapes warmed
+// up, then ready. SIGINT/SIGTERM: stop accepting, let running requests finish for a bounded
+// time, cancel the rest, exit 0.
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+
+#include "commands.h"
+#include "core/log.h"
+#include "loader/json_file.h"
+#include "model/gemma4.h"
+#include "runtime/scheduler/engine.h"
+#include "server/metrics.h"
+#include "server/metrics_observer.h"
+#include "server/openai/response.h"
+#include "server/server.h"
+#include "tokenizer/chat.h"
+#include "tokenizer/tokenizer.h"
+
+namespace g4::cli {
+namespace {
+
+struct ServeArgs {
+  std::string model_dir, backend = "cpu", served_name;
+  ServerOptions server;
+  EngineOptions engine;
+  int threads = 0;
+  int shutdown_grace_s = 10;
+};
+
+// Sampling defaults from generation_config.json, as vLLM loads them.
+SamplingParams GenerationDefaults(const std::string& dir) {
+  SamplingParams p;
+  auto gen = ReadJsonFile((std::filesystem::path(dir) / "generation_config.json").string());
+  if (!gen.ok() || !gen->is_object()) return p;
+  const auto& g = *gen;
+  if (g.contains("temperature") && g["temperature"].is_number()) p.temperature = g["temperature"].get<float>();
+  if (g.contains("top_k") && g["top_k"].is_number_integer()) p.top_k = g["top_k"].get<int>();
+  if (g.contains("top_p") && g["top_p"].is_number()) p.top_p = g["top_p"].get<float>();
+  return p;
+}
+
+int Run(ServeArgs& a) {
+  auto fail = [](const Status& s) {
+    LogError(s.ToString());
+    return 1;
+  };
+  // Signals go to the waiting main thread only (blocked before any thread starts).
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto kind = ParseBackendKind(a.backend);
+  if (!kind.ok()) return fail(kind.status());
+  auto model = Gemma4Model::Load(a.model_dir);
+  if (!model.ok()) return fail(model.status());
+  Backend backend(*kind, a.threads);
+  LogInfo("device policy: " + backend.PolicyString() + " weights=" + (*model)->WeightDTypes());
+  auto tokenizer = Tokenizer::Load(a.model_dir);
+  if (!tokenizer.ok()) return fail(tokenizer.status().WithContext("tokenizer of " + a.model_dir));
+  auto style = DetectChatStyle(a.model_dir);
+  if (!style.ok()) return fail(style.status());
+  const ModelConfig& config = (*model)->config();
+  if (a.engine.ctx_size > config.max_position_embeddings) {
+    return fail(InvalidArgument("--ctx-size " + std::to_string(a.engine.ctx_size) +
+                                " exceeds max_position_embeddings " +
+                                std::to_string(config.max_position_embeddings)));
+  }
+
+  ServingState state;
+  state.model = model->get();
+  state.tokenizer = tokenizer->get();
+  state.chat_style = *style;
+  state.created = openai::UnixNow();
+  state.defaults.model_name = a.served_name.empty()
+                                  ? std::filesystem::path(a.model_dir).filename().string()
+                                  : a.served_name;
+  if (state.defaults.model_name.empty()) state.defaults.model_name = "g4";
+  state.defaults.max_model_len = a.engine.ctx_size;
+  state.defaults.sampling = GenerationDefaults(a.model_dir);
+  state.defaults.stop_token_ids.assign(config.eos_ids.begin(), config.eos_ids.end());
+
+  Metrics metrics(state.defaults.model_name);
+  MetricsObserver observer(&metrics);
+  Engine engine(**model, backend, tokenizer->get(), a.engine, &observer);
+  {
+    auto probe = SequenceKvCache::Create(config, a.engine.ctx_size);
+    if (probe.ok()) LogInfo((*probe)->Describe() + "; up to " + std::to_string(a.engine.max_batch) + " sequences");
+  }
+  Server server(a.server, &metrics);
+  const Status bound = server.Bind();
+  if (!bound.ok()) return fail(bound);
+  server.Start();
+  LogInfo("listening on http://" + a.server.host + ":" + std::to_string(server.port()) +
+          " (model " + state.defaults.model_name + "; warming up, /health is 503 until ready)");
+  const auto t0 = std::chrono::steady_clock::now();
+  const Status warm = engine.Warmup();
+  if (!warm.ok()) return fail(warm.WithContext("warm-up"));
+  LogInfo("warm-up done in " +
+          std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::steady_clock::now() - t0).count()) + " ms; ready");
+  engine.Start();
+  state.engine = &engine;
+  server.SetReady(state);
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  LogInfo(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
+          ": finishing in-flight requests (up to " + std::to_string(a.shutdown_grace_s) + " s)");
+  engine.Shutdown(std::chrono::seconds(a.shutdown_grace_s));
+  server.Stop();
+  LogInfo("stopped");
+  return 0;
+}
+
+}  // namespace
+
+RunFn AddServeCommand(CLI::App& app) {
+  auto a = std::make_shared<ServeArgs>();
+  CLI::App* sub = app.add_subcommand("serve", "Serve the OpenAI API (chat, completions, SSE)");
+  sub->add_option("--model", a->model_dir, "Checkpoint directory (with tokenizer.json)")->required();
+  sub->add_option("--host", a->server.host, "Address to bind (default 127.0.0.1)");
+  sub->add_option("--port", a->server.port, "Port (0: any free port)");
+  sub->add_option("--api-key", a->server.api_key, "Require 'Authorization: Bearer KEY'");
+  sub->add_option("--served-model-name", a->served_name, "Model name (default: the folder name)");
+  sub->add_option("--ctx-size", a->engine.ctx_size, "Most tokens per sequence");
+  sub->add_option("--max-batch", a->engine.max_batch, "Sequences decoded together");
+  sub->add_option("--max-waiting", a->engine.max_waiting, "Queued requests before 503");
+  sub->add_option("--prefill-budget", a->engine.prefill_budget, "Prompt tokens per engine step");
+  sub->add_option("--threads", a->threads, "Compute threads (0: all cores)");
+  sub->add_option("--backend", a->backend, "cpu or ref");
+  sub->add_option("--shutdown-grace", a->shutdown_grace_s, "Seconds in-flight requests get on SIGTERM");
+  return [a] { return Run(*a); };
+}
+
+}  // namespace g4::cli
