@@ -1,0 +1,104 @@
+// `g4 run`: text in, streamed text out. Prompt tokens, prefill tok/s, decode tok/s (decode
+// steps only), end-to-end tok/s and the degeneracy verdict go to stderr at the end; a long
+// prompt shows its prefill progress.
+#include <cstdio>
+#include <memory>
+
+#include "commands.h"
+#include "core/log.h"
+#include "model/gemma4.h"
+#include "runtime/generator.h"
+#include "sampling_flags.h"
+#include "tokenizer/chat.h"
+#include "tokenizer/stream_decoder.h"
+#include "tokenizer/tokenizer.h"
+
+namespace g4::cli {
+namespace {
+
+struct RunArgs {
+  std::string model_dir, prompt, backend = "cpu";
+  bool chat = false, think = false;
+  int threads = 0;
+  GenerationFlags gen;
+};
+
+int Run(RunArgs& a) {
+  auto fail = [](const Status& s) {
+    LogError(s.ToString());
+    return 1;
+  };
+  auto kind = ParseBackendKind(a.backend);
+  if (!kind.ok()) return fail(kind.status());
+  auto model = Gemma4Model::Load(a.model_dir);
+  if (!model.ok()) return fail(model.status());
+  Backend backend(*kind, a.threads);
+  LogInfo("device policy: " + backend.PolicyString() + " weights=" + (*model)->WeightDTypes());
+  auto tok = Tokenizer::Load(a.model_dir);
+  if (!tok.ok()) return fail(tok.status().WithContext("tokenizer of " + a.model_dir));
+
+  std::vector<int32_t> prompt;
+  if (a.chat) {
+    auto style = DetectChatStyle(a.model_dir);
+    if (!style.ok()) return fail(style.status());
+    ChatOptions co;
+    co.enable_thinking = a.think;
+    co.style = *style;
+    const nlohmann::json messages = nlohmann::json::array({{{"role", "user"}, {"content", a.prompt}}});
+    auto text = RenderChat(messages, nlohmann::json(), co);
+    if (!text.ok()) return fail(text.status());
+    prompt = (*tok)->Encode(*text, EncodeOptions{true, false});
+  } else {
+    prompt = (*tok)->Encode(a.prompt, EncodeOptions{true, true});
+  }
+  GenerationOptions options = a.gen.ToOptions((*model)->config());
+  const int64_t context = options.max_context > 0 ? options.max_context
+                                                  : static_cast<int64_t>(prompt.size()) + options.max_tokens;
+  if (static_cast<int64_t>(prompt.size()) > std::min<int64_t>(context, (*model)->config().max_position_embeddings)) {
+    return fail(InvalidArgument("prompt of " + std::to_string(prompt.size()) +
+                                " tokens is longer than the context of " + std::to_string(context)));
+  }
+  StreamDecoder decoder(**tok, DecodeOptions{true});
+  GenerationCallbacks cb;
+  cb.on_info = [](const std::string& line) { LogInfo(line); };
+  cb.decode_piece = [&decoder](int32_t id) {
+    auto s = decoder.Push(id);
+    return s.ok() ? *s : std::string();
+  };
+  cb.on_token = [](int32_t, std::string_view text) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    return true;
+  };
+  if (prompt.size() > 256) {
+    cb.on_prefill_progress = [](int64_t done, int64_t total) {
+      std::fprintf(stderr, "\rg4: prefill %lld/%lld tokens", static_cast<long long>(done),
+                   static_cast<long long>(total));
+      if (done == total) std::fprintf(stderr, "\n");
+    };
+  }
+  auto r = Generate(**model, backend, prompt, options, cb);
+  if (!r.ok()) return fail(r.status());
+  const std::string tail = decoder.Finish();
+  std::fwrite(tail.data(), 1, tail.size(), stdout);
+  std::printf("\n");
+  LogGenerationSummary(*r);
+  return 0;
+}
+
+}  // namespace
+
+RunFn AddRunCommand(CLI::App& app) {
+  auto a = std::make_shared<RunArgs>();
+  CLI::App* sub = app.add_subcommand("run", "Generate text from a prompt, streamed to stdout");
+  sub->add_option("--model", a->model_dir, "Checkpoint directory (with tokenizer.json)")->required();
+  sub->add_option("--prompt", a->prompt, "Prompt text")->required();
+  sub->add_flag("--chat", a->chat, "Wrap the prompt as one user turn of the chat format");
+  sub->add_flag("--think", a->think, "With --chat: enable thinking");
+  sub->add_option("--backend", a->backend, "cpu or ref");
+  sub->add_option("--threads", a->threads, "Threads for the cpu backend (0: all cores)");
+  a->gen.Register(sub);
+  return [a] { return Run(*a); };
+}
+
+}  // namespace g4::cli
