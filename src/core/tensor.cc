@@ -1,6 +1,45 @@
+// TensorView helpers; the quantized layouts read here are the ones tensor.h documents and the
+// kernels (src/kernels/*/matmul*.cc) implement.
 #include "core/tensor.h"
 
+#include <cctype>
+
 namespace g4 {
+
+const char* QuantKindName(QuantKind kind) {
+  switch (kind) {
+    case QuantKind::kNone: return "";
+    case QuantKind::kInt4Group: return "int4";
+    case QuantKind::kInt8Group: return "int8";
+  }
+  return "?";
+}
+
+size_t TensorView::nbytes() const {
+  if (!quantized()) return static_cast<size_t>(numel()) * DTypeSize(dtype);
+  return static_cast<size_t>(dim(0) * quant.row_bytes);
+}
+
+size_t TensorView::scale_nbytes() const {
+  if (!quantized() || quant.group_size <= 0) return 0;
+  return static_cast<size_t>(dim(0) * (dim(1) / quant.group_size)) * DTypeSize(quant.scale_dtype);
+}
+
+float TensorView::at(int64_t i) const {
+  if (!quantized()) return LoadAsF32(data, dtype, i);
+  const int64_t K = dim(1), n = i / K, k = i % K;
+  const uint8_t* row = static_cast<const uint8_t*>(data) + n * quant.row_bytes;
+  int q;
+  if (quant.kind == QuantKind::kInt4Group) {
+    const uint8_t byte = row[k / 2];
+    q = static_cast<int>((k % 2) ? (byte >> 4) : (byte & 0xf)) - 8;
+  } else {
+    q = static_cast<int8_t>(row[k]);
+  }
+  const float scale = LoadAsF32(quant.scales, quant.scale_dtype,
+                                n * (K / quant.group_size) + k / quant.group_size);
+  return static_cast<float>(q) * scale;
+}
 
 std::string ShapeToString(const std::vector<int64_t>& shape) {
   std::string s = "[";
@@ -9,6 +48,29 @@ std::string ShapeToString(const std::vector<int64_t>& shape) {
     s += std::to_string(shape[i]);
   }
   return s + "]";
+}
+
+namespace {
+std::string Lower(const char* s) {
+  std::string out;
+  for (; *s; ++s) out += static_cast<char>(std::tolower(static_cast<unsigned char>(*s)));
+  return out;
+}
+}  // namespace
+
+std::string StorageName(const TensorView& t) {
+  if (!t.quantized()) return Lower(DTypeName(t.dtype));
+  // Appends, not operator+ chains: GCC 12 reports a false -Wrestrict on those.
+  std::string s = QuantKindName(t.quant.kind);
+  if (t.shape.size() == 2 && t.quant.group_size == t.dim(1)) {
+    s += "row";
+  } else {
+    s += 'g';
+    s += std::to_string(t.quant.group_size);
+  }
+  s += '/';
+  s += Lower(DTypeName(t.quant.scale_dtype));
+  return s;
 }
 
 }  // namespace g4

@@ -1,9 +1,33 @@
 #include "core/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace g4 {
 namespace {
+
+// How long a hand-off spins before blocking (see thread_pool.h). Measured on the 2-core VM,
+// E2B W4A16 decode: 12.2-13.0 tok/s with it, 7.0-10.0 without (back-to-back runs).
+constexpr std::chrono::microseconds kSpin(50);
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Spins until done() or kSpin has passed; returns done().
+template <typename F>
+bool SpinUntil(F done) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 0;; ++i) {
+    if (done()) return true;
+    CpuRelax();
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() > deadline) return done();
+  }
+}
 
 // Chunk c of n items split into `chunks` nearly equal parts.
 void ChunkRange(int64_t n, int chunks, int c, int64_t* begin, int64_t* end) {
@@ -22,7 +46,7 @@ ThreadPool::ThreadPool(int num_threads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    stop_.store(true, std::memory_order_release);
   }
   start_cv_.notify_all();
   for (auto& t : workers_) t.join();
@@ -43,15 +67,19 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
     job_ = &fn;
     job_n_ = n;
     job_chunks_ = chunks;
-    pending_ = chunks - 1;
-    ++generation_;
+    pending_.store(chunks - 1, std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_release);
   }
   start_cv_.notify_all();
   int64_t b, e;
   ChunkRange(n, chunks, 0, &b, &e);
   fn(b, e);
-  std::unique_lock<std::mutex> lock(mu_);
-  done_cv_.wait(lock, [this] { return pending_ == 0; });
+  auto done = [this] { return pending_.load(std::memory_order_acquire) == 0; };
+  if (!SpinUntil(done)) {
+    std::unique_lock<std::mutex> lock(mu_);
+    done_cv_.wait(lock, done);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
   job_ = nullptr;
 }
 
@@ -61,11 +89,16 @@ void ThreadPool::WorkerLoop(int index) {
     const std::function<void(int64_t, int64_t)>* job;
     int64_t n;
     int chunks;
+    auto ready = [&] {
+      return stop_.load(std::memory_order_acquire) ||
+             generation_.load(std::memory_order_acquire) != seen;
+    };
+    SpinUntil(ready);
     {
       std::unique_lock<std::mutex> lock(mu_);
-      start_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      start_cv_.wait(lock, ready);
       if (stop_) return;
-      seen = generation_;
+      seen = generation_.load(std::memory_order_relaxed);
       job = job_;
       n = job_n_;
       chunks = job_chunks_;
@@ -74,8 +107,10 @@ void ThreadPool::WorkerLoop(int index) {
       int64_t b, e;
       ChunkRange(n, chunks, index, &b, &e);
       (*job)(b, e);
-      std::lock_guard<std::mutex> lock(mu_);
-      if (--pending_ == 0) done_cv_.notify_one();
+      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard<std::mutex> lock(mu_);  // the caller may be about to wait: no lost wake-up
+        done_cv_.notify_one();
+      }
     }
   }
 }

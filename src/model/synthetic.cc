@@ -1,13 +1,18 @@
 #include "model/synthetic.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "core/thread_pool.h"
+#include "loader/compressed_tensors.h"
 #include "loader/safetensors_writer.h"
 #include "model/config.h"
 #include "model/weights.h"
+#include "ops/quantize.h"
 
 namespace g4 {
 namespace {
@@ -144,6 +149,27 @@ Status WriteJson(const std::filesystem::path& path, const ordered_json& j) {
   return Status::Ok();
 }
 
+// Whether `slot` is written pack-quantized under options `o`: a linear whose input width the
+// group divides (the others are left in float and named in the ignore list).
+bool Quantized(const SyntheticOptions& o, const TensorSlot& slot) {
+  return o.quant == "w4a16" && slot.linear() && slot.shape.size() == 2 &&
+         slot.shape[1] % o.quant_group == 0;
+}
+
+// The ignore list of the released exports (embeddings, head, vision/audio towers), plus any
+// linear of this shape the group size does not divide.
+std::vector<std::string> IgnoreList(const SyntheticOptions& o, const ModelConfig& config) {
+  const std::string prefix = o.text_only_layout ? "model." : "model.language_model.";
+  std::vector<std::string> ignore = {"lm_head", prefix + "embed_tokens",
+                                     prefix + "embed_tokens_per_layer", "re:.*vision_tower.*",
+                                     "re:.*audio_tower.*", "re:.*embed_vision.*",
+                                     "re:.*embed_audio.*"};
+  for (const TensorSlot& slot : ListTensors(config, nullptr)) {
+    if (slot.linear() && !Quantized(o, slot)) ignore.push_back(prefix + slot.module());
+  }
+  return ignore;
+}
+
 }  // namespace
 
 StatusOr<ordered_json> SyntheticConfig(const SyntheticOptions& o) {
@@ -184,8 +210,18 @@ StatusOr<ordered_json> SyntheticConfig(const SyntheticOptions& o) {
   }
   config["dtype"] = o.dtype == DType::kF32 ? "float32" : o.dtype == DType::kBF16 ? "bfloat16" : "float16";
   // Validate through the same parser the loader uses.
-  G4_RETURN_IF_ERROR(ParseModelConfig(nlohmann::json::parse(config.dump()), nullptr,
-                                      "make-model config").status());
+  G4_ASSIGN_OR_RETURN(const ModelConfig parsed,
+                      ParseModelConfig(nlohmann::json::parse(config.dump()), nullptr,
+                                       "make-model config"));
+  if (!o.quant.empty()) {
+    if (o.quant != "w4a16") {
+      return InvalidArgument("make-model: --quant must be w4a16 (got '" + o.quant + "')");
+    }
+    if (o.quant_group <= 0 || o.quant_group % 2 != 0) {
+      return InvalidArgument("make-model: the W4A16 group size must be even and > 0");
+    }
+    config["quantization_config"] = MakeW4A16QuantizationConfig(o.quant_group, IgnoreList(o, parsed));
+  }
   return config;
 }
 
@@ -210,30 +246,91 @@ Status WriteSyntheticCheckpoint(const SyntheticOptions& o, const std::string& ou
 
   const std::string prefix = o.text_only_layout ? "model." : "model.language_model.";
   const std::vector<TensorSlot> slots = ListTensors(config, nullptr);
+  // One spec per file tensor: a float slot is one tensor; a quantized linear is three
+  // (weight_packed, weight_scale, weight_shape), each refilled from the same float values.
+  enum class Part { kFloat, kPacked, kScale, kShape };
+  struct Source {
+    size_t slot;
+    Part part;
+  };
   std::vector<TensorSpec> specs;
-  for (const TensorSlot& s : slots) specs.push_back({prefix + s.name, o.dtype, s.shape});
+  std::vector<Source> sources;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const TensorSlot& s = slots[i];
+    if (!Quantized(o, s)) {
+      specs.push_back({prefix + s.name, o.dtype, s.shape});
+      sources.push_back({i, Part::kFloat});
+      continue;
+    }
+    const int64_t N = s.shape[0], K = s.shape[1];
+    const std::string m = prefix + s.module();
+    specs.push_back({m + kWeightPackedSuffix, DType::kI32, {N, QuantRowBytes(QuantKind::kInt4Group, K) / 4}});
+    sources.push_back({i, Part::kPacked});
+    specs.push_back({m + kWeightScaleSuffix, DType::kBF16, {N, K / o.quant_group}});
+    sources.push_back({i, Part::kScale});
+    specs.push_back({m + kWeightShapeSuffix, DType::kI64, {2}});
+    sources.push_back({i, Part::kShape});
+  }
 
   ThreadPool pool(0);
   const size_t esize = DTypeSize(o.dtype);
   std::vector<uint8_t> buf;
-  auto fill = [&](size_t index, ByteSink& sink) -> Status {
-    const TensorSlot& slot = slots[index];
-    const uint64_t key = SplitMix64(o.seed ^ HashName(slot.name));
+  constexpr int64_t kChunk = int64_t{1} << 22;
+  // Element i of slot's tensor: a pure function of (seed, name, i), so a quantized checkpoint
+  // holds the quantized values of exactly the float checkpoint's weights.
+  auto value = [&](const TensorSlot& slot, uint64_t key, int64_t i) {
+    return InitValue(slot, config.hidden_size, SplitMix64(key + static_cast<uint64_t>(i)));
+  };
+  auto fill_float = [&](const TensorSlot& slot, uint64_t key, ByteSink& sink) -> Status {
     int64_t n = 1;
     for (int64_t d : slot.shape) n *= d;
-    constexpr int64_t kChunk = int64_t{1} << 22;
     for (int64_t start = 0; start < n; start += kChunk) {
       const int64_t len = std::min(kChunk, n - start);
       buf.resize(static_cast<size_t>(len) * esize);
       pool.ParallelFor(len, 1 << 16, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) {
-          const uint64_t bits = SplitMix64(key + static_cast<uint64_t>(start + i));
-          Encode(InitValue(slot, config.hidden_size, bits), o.dtype, buf.data() + i * esize);
+        for (int64_t i = b; i < e; ++i) Encode(value(slot, key, start + i), o.dtype, buf.data() + i * esize);
+      });
+      G4_RETURN_IF_ERROR(sink.Write(buf.data(), buf.size()));
+    }
+    return Status::Ok();
+  };
+  // The packed rows or the bf16 scales of a quantized linear, a block of rows at a time.
+  auto fill_quant = [&](const TensorSlot& slot, uint64_t key, bool packed, ByteSink& sink) -> Status {
+    const int64_t N = slot.shape[0], K = slot.shape[1], G = o.quant_group;
+    const int64_t row_bytes = QuantRowBytes(QuantKind::kInt4Group, K);
+    const int64_t scale_bytes = K / G * 2;
+    const int64_t out_bytes = packed ? row_bytes : scale_bytes;
+    const int64_t rows_per_chunk = std::max<int64_t>(1, kChunk / K);
+    for (int64_t r0 = 0; r0 < N; r0 += rows_per_chunk) {
+      const int64_t rows = std::min(rows_per_chunk, N - r0);
+      buf.resize(static_cast<size_t>(rows * out_bytes));
+      pool.ParallelFor(rows, 16, [&](int64_t b, int64_t e) {
+        std::vector<float> w(static_cast<size_t>(K));
+        std::vector<uint8_t> row(static_cast<size_t>(row_bytes)), scales(static_cast<size_t>(scale_bytes));
+        for (int64_t r = b; r < e; ++r) {
+          for (int64_t k = 0; k < K; ++k) w[static_cast<size_t>(k)] = value(slot, key, (r0 + r) * K + k);
+          QuantizeRow(w.data(), K, QuantKind::kInt4Group, G, DType::kBF16, row.data(), scales.data());
+          std::memcpy(buf.data() + r * out_bytes, packed ? row.data() : scales.data(),
+                      static_cast<size_t>(out_bytes));
         }
       });
       G4_RETURN_IF_ERROR(sink.Write(buf.data(), buf.size()));
     }
     return Status::Ok();
+  };
+  auto fill = [&](size_t index, ByteSink& sink) -> Status {
+    const TensorSlot& slot = slots[sources[index].slot];
+    const uint64_t key = SplitMix64(o.seed ^ HashName(slot.name));
+    switch (sources[index].part) {
+      case Part::kFloat: return fill_float(slot, key, sink);
+      case Part::kPacked: return fill_quant(slot, key, true, sink);
+      case Part::kScale: return fill_quant(slot, key, false, sink);
+      case Part::kShape: {
+        const int64_t shape[2] = {slot.shape[0], slot.shape[1]};
+        return sink.Write(shape, sizeof(shape));
+      }
+    }
+    return Internal("make-model: unknown tensor part");
   };
   return WriteShardedSafetensors(out_dir, specs, o.max_shard_bytes, fill);
 }

@@ -25,6 +25,12 @@ struct SyntheticOptions {
   std::optional<int> layers, hidden, vocab, heads, kv_heads, intermediate, window, kv_shared_layers,
       ple_dim, head_dim, global_head_dim;
   uint64_t max_shard_bytes = uint64_t{4} << 30;
+  // "w4a16": linears whose input width the group divides are written pack-quantized
+  // (compressed-tensors, symmetric int4, bf16 scales; quantized from the same random values the
+  // float checkpoint has) with a quantization_config whose ignore list names the rest, as the
+  // released -qat-w4a16-ct exports do. "": every tensor in `dtype`.
+  std::string quant;
+  int quant_group = 32;
   bool text_only_layout = false;  // "model." prefix and a flat gemma4_text config
 };
 

@@ -1,6 +1,24 @@
+// The tensor list and weight binding (see weights.h). Quantized linears follow
+// ../shared/spec/formats.md §1.2-1.6: presence of P.weight_packed decides, per tensor, whether P is
+// quantized; its shapes are checked against the config's [N, K] and quantization_config's group.
 #include "model/weights.h"
 
+#include <atomic>
+#include <filesystem>
+
+#include "loader/compressed_tensors.h"
+#include "loader/page_advice.h"
+#include "ops/quantize.h"
+
 namespace g4 {
+
+std::string TensorSlot::module() const {
+  constexpr std::string_view kSuffix = ".weight";
+  if (name.size() > kSuffix.size() && name.ends_with(kSuffix)) {
+    return name.substr(0, name.size() - kSuffix.size());
+  }
+  return name;
+}
 
 std::vector<TensorSlot> ListTensors(const ModelConfig& c, ModelWeights* w) {
   using Init = TensorSlot::Init;
@@ -66,26 +84,189 @@ StatusOr<std::string> FindTextPrefix(const WeightStore& store) {
                   "model.embed_tokens.weight): not a Gemma 4 text checkpoint?");
 }
 
-Status BindWeights(const ModelConfig& config, const WeightStore& store, ModelWeights* w) {
+namespace {
+
+std::atomic<HeadMode> g_default_head{HeadMode::kAuto};
+
+// "I32 [2048, 192]" for messages.
+std::string Describe(const TensorInfo& t) {
+  return std::string(DTypeName(t.dtype)) + " " + ShapeToString(t.shape);
+}
+
+// A plain float tensor bound to `slot`.
+Status BindFloat(const TensorSlot& slot, const std::string& name, const TensorInfo& t) {
+  if (!IsFloat(t.dtype)) {
+    return InvalidArgument("tensor " + name + " (" + t.file + ") has dtype " +
+                           DTypeName(t.dtype) + "; expected F32, BF16 or F16");
+  }
+  if (t.shape != slot.shape) {
+    return InvalidArgument("tensor " + name + " (" + t.file + ") has shape " +
+                           ShapeToString(t.shape) + "; expected " + ShapeToString(slot.shape) +
+                           " from config.json");
+  }
+  *slot.view = t.view();
+  return Status::Ok();
+}
+
+// The pack-quantized linear `module` (weight_packed `packed`) bound to `slot` ([N, K]).
+Status BindPacked(const TensorSlot& slot, const std::string& module, const TensorInfo& packed,
+                  const WeightStore& store, const std::optional<CompressedTensorsConfig>& qc) {
+  const std::string packed_name = module + kWeightPackedSuffix;
+  if (!qc) {
+    return InvalidArgument("tensor " + packed_name + " (" + packed.file +
+                           ") is pack-quantized but config.json has no quantization_config");
+  }
+  for (const char* suffix : {kWeightZeroPointSuffix, kWeightGIdxSuffix}) {
+    if (store.Find(module + suffix)) {
+      return Unimplemented("tensor " + module + suffix + " present: " +
+                           (std::string_view(suffix) == kWeightGIdxSuffix
+                                ? "act-order (g_idx) checkpoints are not supported"
+                                : "asymmetric (zero-point) checkpoints are not supported"));
+    }
+  }
+  const int64_t N = slot.shape[0], K = slot.shape[1];
+  const int64_t words = (K * qc->num_bits + 31) / 32;  // int32 words per row
+  if (packed.dtype != DType::kI32 || packed.shape != std::vector<int64_t>{N, words}) {
+    return InvalidArgument("tensor " + packed_name + " (" + packed.file + ") is " +
+                           Describe(packed) + "; expected I32 " + ShapeToString({N, words}) +
+                           " (" + std::to_string(qc->num_bits) + "-bit " +
+                           ShapeToString(slot.shape) + " from config.json)");
+  }
+  const int64_t group = qc->GroupSizeFor(K);
+  if (group <= 0 || K % group != 0) {
+    return Unimplemented("tensor " + packed_name + ": group_size " + std::to_string(group) +
+                         " from quantization_config does not divide the input width " +
+                         std::to_string(K));
+  }
+  const std::string scale_name = module + kWeightScaleSuffix;
+  const TensorInfo* scale = store.Find(scale_name);
+  if (!scale) return NotFound("missing tensor " + scale_name + " (beside " + packed_name + ")");
+  const std::vector<int64_t> scale_shape{N, K / group};
+  if (!IsFloat(scale->dtype) || scale->shape != scale_shape) {
+    return InvalidArgument("tensor " + scale_name + " (" + scale->file + ") is " +
+                           Describe(*scale) + "; expected F32/BF16/F16 " +
+                           ShapeToString(scale_shape) + " (group_size " + std::to_string(group) +
+                           ")");
+  }
+  const std::string shape_name = module + kWeightShapeSuffix;
+  if (const TensorInfo* ws = store.Find(shape_name)) {  // always written; honoured when present
+    const bool int_dtype = ws->dtype == DType::kI64 || ws->dtype == DType::kI32;
+    int64_t v[2] = {-1, -1};
+    if (int_dtype && ws->shape == std::vector<int64_t>{2}) {
+      for (int i = 0; i < 2; ++i) {
+        v[i] = ws->dtype == DType::kI64 ? static_cast<const int64_t*>(ws->data)[i]
+                                        : static_cast<const int32_t*>(ws->data)[i];
+      }
+    }
+    if (v[0] != N || v[1] != K) {
+      return InvalidArgument("tensor " + shape_name + " (" + ws->file + ") is " + Describe(*ws) +
+                             " holding [" + std::to_string(v[0]) + ", " + std::to_string(v[1]) +
+                             "]; expected I64 [2] holding " + ShapeToString(slot.shape) +
+                             " from config.json");
+    }
+  }
+  *slot.view = TensorView(packed.data, DType::kU8, slot.shape,
+                          QuantInfo{QuantKind::kInt4Group, scale->data, scale->dtype, group,
+                                    words * 4});
+  return Status::Ok();
+}
+
+bool AnyQuantizedLinear(const ModelWeights& w) {
+  for (const LayerWeights& l : w.layers) {
+    for (const TensorView* v : {&l.q_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj}) {
+      if (v->quantized()) return true;
+    }
+  }
+  return w.ple_model_proj.quantized();
+}
+
+}  // namespace
+
+StatusOr<HeadMode> ParseHeadMode(const std::string& name) {
+  if (name == "auto") return HeadMode::kAuto;
+  if (name == "bf16" || name == "as-stored") return HeadMode::kAsStored;
+  if (name == "q8") return HeadMode::kQ8;
+  if (name == "q4") return HeadMode::kQ4;
+  return InvalidArgument("unknown head mode '" + name + "' (expected auto, bf16, q8, q4)");
+}
+
+const char* HeadModeName(HeadMode mode) {
+  switch (mode) {
+    case HeadMode::kAuto: return "auto";
+    case HeadMode::kAsStored: return "bf16";
+    case HeadMode::kQ8: return "q8";
+    case HeadMode::kQ4: return "q4";
+  }
+  return "?";
+}
+
+void SetDefaultHeadMode(HeadMode mode) { g_default_head.store(mode); }
+HeadMode DefaultHeadMode() { return g_default_head.load(); }
+
+Status BindWeights(const ModelConfig& config, const WeightStore& store, ModelWeights* w,
+                   const WeightLoadOptions& options) {
   G4_ASSIGN_OR_RETURN(const std::string prefix, FindTextPrefix(store));
+  // quantization_config lives in the config.json beside the weights (the store's directory).
+  std::optional<CompressedTensorsConfig> qc;
+  if (!store.files().empty()) {
+    const std::string dir = std::filesystem::path(store.files().front()).parent_path().string();
+    G4_ASSIGN_OR_RETURN(qc, LoadQuantizationConfig(dir.empty() ? "." : dir));
+  }
   for (const TensorSlot& slot : ListTensors(config, w)) {
     if (slot.role != TensorRole::kRequired) continue;
     const std::string name = prefix + slot.name;
+    const std::string module = prefix + slot.module();
+    if (const TensorInfo* packed = store.Find(module + kWeightPackedSuffix)) {
+      if (!slot.linear()) {
+        return Unimplemented("tensor " + module + kWeightPackedSuffix +
+                             ": only linear layers may be quantized (g4 reads " + name +
+                             " as a float tensor)");
+      }
+      G4_RETURN_IF_ERROR(BindPacked(slot, module, *packed, store, qc));
+      continue;
+    }
     const TensorInfo* t = store.Find(name);
     if (!t) return NotFound("missing tensor " + name);
-    if (!IsFloat(t->dtype)) {
-      return InvalidArgument("tensor " + name + " (" + t->file + ") has dtype " +
-                             DTypeName(t->dtype) + "; expected F32, BF16 or F16");
-    }
-    if (t->shape != slot.shape) {
-      return InvalidArgument("tensor " + name + " (" + t->file + ") has shape " +
-                             ShapeToString(t->shape) + "; expected " + ShapeToString(slot.shape) +
-                             " from config.json");
-    }
-    *slot.view = t->view();
+    G4_RETURN_IF_ERROR(BindFloat(slot, name, *t));
   }
-  w->lm_head = w->embed;  // tied (spec §2.9): a lm_head.weight in the file is a duplicate
+  G4_RETURN_IF_ERROR(MakeLmHead(w, options.head.value_or(DefaultHeadMode()), options.threads));
+  if (w->lm_head.data != w->embed.data) {
+    // The mapped embedding is now only gathered (one row per token): drop the pages the
+    // quantizer read from this process's resident set (they stay in the page cache).
+    ReleaseMappedPages(w->embed.data, w->embed.nbytes());
+  }
   return Status::Ok();
+}
+
+Status MakeLmHead(ModelWeights* w, HeadMode mode, int threads) {
+  if (mode == HeadMode::kAuto) {
+    mode = AnyQuantizedLinear(*w) ? HeadMode::kQ8 : HeadMode::kAsStored;
+  }
+  // Tied (spec §2.9): a lm_head.weight in the file is a duplicate of the embedding.
+  w->lm_head = w->embed;
+  if (mode == HeadMode::kAsStored) return Status::Ok();
+  ThreadPool pool(threads);
+  const bool q8 = mode == HeadMode::kQ8;
+  auto q = QuantizeWeight(pool, w->embed, q8 ? QuantKind::kInt8Group : QuantKind::kInt4Group,
+                          q8 ? w->embed.dim(1) : 32, q8 ? DType::kF32 : DType::kBF16);
+  if (!q.ok()) return q.status().WithContext("quantizing the LM head");
+  w->lm_head = q->view;
+  w->owned.push_back(q->storage);
+  return Status::Ok();
+}
+
+uint64_t DecodeWeightBytes(const ModelConfig& config, const ModelWeights& w) {
+  ModelWeights copy = w;  // ListTensors points slots into the struct it is given
+  uint64_t bytes = 0;
+  for (const TensorSlot& s : ListTensors(config, &copy)) {
+    if (!s.view || s.view->empty()) continue;
+    if (s.init == TensorSlot::Init::kEmbed || s.init == TensorSlot::Init::kPleEmbed) {
+      bytes += s.view->nbytes() / static_cast<uint64_t>(s.view->dim(0));  // one row
+    } else {
+      bytes += s.view->nbytes() + s.view->scale_nbytes();
+    }
+  }
+  return bytes + w.lm_head.nbytes() + w.lm_head.scale_nbytes();
 }
 
 }  // namespace g4

@@ -1,9 +1,12 @@
 // The Gemma 4 text decoder's weights as views into the memory-mapped checkpoint, and the one
 // list of tensors (name, shape expected from the config, role) that drives loading,
-// validation and the synthetic checkpoint writer alike.
+// validation and the synthetic checkpoint writer alike. Linear layers may be stored
+// quantized (compressed-tensors pack-quantized W4A16, ../shared/spec/formats.md §1): they are
+// bound as quantized TensorViews with the logical [N, K] shape, so the forward pass is the same.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +58,12 @@ struct TensorSlot {
   // What the tensor is, for initialising synthetic checkpoints.
   enum class Init { kLinear, kNorm, kQkNorm, kEmbed, kPleEmbed, kPleGate, kLayerScalar } init =
       Init::kLinear;
+
+  // A linear layer's [N, K] weight: the tensors a pack-quantized checkpoint may store quantized
+  // (NAME minus ".weight" + ".weight_packed" / ".weight_scale" / ".weight_shape").
+  bool linear() const { return init == Init::kLinear || init == Init::kPleGate; }
+  // The module name: `name` without its ".weight" suffix.
+  std::string module() const;
 };
 
 // Every tensor of the text decoder for `config`, in checkpoint order. `w` may be null when only
@@ -65,8 +74,45 @@ std::vector<TensorSlot> ListTensors(const ModelConfig& config, ModelWeights* w);
 // multimodal checkpoints) or "model." (text-only), found by looking for embed_tokens.weight.
 StatusOr<std::string> FindTextPrefix(const WeightStore& store);
 
-// Binds every required tensor to a view, checking presence, float dtype and exact shape.
-// Errors name the tensor and the expected and found shapes.
-Status BindWeights(const ModelConfig& config, const WeightStore& store, ModelWeights* w);
+// The LM head used at run time. The tied embedding is bf16 in every released checkpoint (the
+// W4A16 exports leave it unquantized): 262144 x 1536 x 2 B = 0.8 GB read per decoded token on
+// E2B, the largest single tensor. A quantized copy made at load cuts that (docs/speed.md has the
+// bytes, the speed and the logits error of each choice).
+enum class HeadMode {
+  kAuto,      // kQ8 when the checkpoint has quantized linears (W4A16), else kAsStored
+  kAsStored,  // the tied embedding itself, no copy ("bf16")
+  kQ8,        // int8, one f32 scale per row (0.40 GB on E2B)
+  kQ4,        // int4, groups of 32, bf16 scales: the W4A16 scheme (0.23 GB on E2B)
+};
+// "auto" | "bf16" | "q8" | "q4"; InvalidArgument naming the accepted values otherwise.
+StatusOr<HeadMode> ParseHeadMode(const std::string& name);
+const char* HeadModeName(HeadMode mode);
+
+struct WeightLoadOptions {
+  std::optional<HeadMode> head;  // unset: the process default (SetDefaultHeadMode)
+  int threads = 0;               // for load-time copies; <= 0: all cores
+};
+
+// The head mode BindWeights uses when WeightLoadOptions::head is unset (initially kAuto). Lets a
+// front end choose it for loaders that take no options (Gemma4Model::Load); not thread-safe
+// against concurrent loads.
+void SetDefaultHeadMode(HeadMode mode);
+HeadMode DefaultHeadMode();
+
+// Binds every required tensor to a view, checking presence, dtype and exact shape (for a
+// quantized linear: weight_packed, weight_scale and weight_shape against the config's [N, K] and
+// the checkpoint's quantization_config), then makes the LM head the options ask for. Errors name
+// the tensor and the expected and found shapes.
+Status BindWeights(const ModelConfig& config, const WeightStore& store, ModelWeights* w,
+                   const WeightLoadOptions& options = {});
+
+// Points w->lm_head at the tied embedding (kAsStored) or at a quantized copy of it kept alive by
+// w->owned (kQ8, kQ4). kAuto resolves as documented above, from w's linears.
+Status MakeLmHead(ModelWeights* w, HeadMode mode, int threads = 0);
+
+// Bytes of weights one decode step reads: every bound tensor the forward pass streams (linears,
+// norms, the LM head as bound), plus one row of each embedding table (a gather, not a stream).
+// Quantized tensors count their packed bytes and scales.
+uint64_t DecodeWeightBytes(const ModelConfig& config, const ModelWeights& w);
 
 }  // namespace g4

@@ -1,6 +1,7 @@
 // The op interface the model is written against. A Backend is a table of op functions filled
 // once at start-up for the chosen backend, plus the thread pool they run on. The model calls
-// the methods below and never sees SIMD or device code.
+// the methods below and never sees SIMD or device code. An attached OpProfiler (ops/profiler.h)
+// times every op call by category; without one the methods are a plain indirect call.
 #pragma once
 
 #include <memory>
@@ -13,6 +14,7 @@
 #include "ops/embed.h"
 #include "ops/gelu.h"
 #include "ops/matmul.h"
+#include "ops/profiler.h"
 #include "ops/rms_norm.h"
 #include "ops/rope.h"
 #include "ops/softcap.h"
@@ -53,30 +55,56 @@ class Backend {
   // "backend=cpu isa=AVX2 threads=2 compute=f32": the first part of the device policy line.
   std::string PolicyString() const;
 
+  // Times every op call into `profiler` while it is enabled; nullptr detaches. The profiler
+  // must outlive its attachment.
+  void SetProfiler(OpProfiler* profiler) { profiler_ = profiler; }
+  OpProfiler* profiler() const { return profiler_; }
+
   void MatMul(const TensorView& w, const float* x, int64_t T, float* y) {
+    if (!Profiling()) return ops_.matmul(pool_, w, x, T, y);
+    const auto t0 = OpProfiler::Clock::now();
     ops_.matmul(pool_, w, x, T, y);
+    profiler_->Record(profiler_->MatMulCategory(w), t0);
   }
   void RmsNorm(const float* x, const TensorView& w, int64_t R, int64_t D, float eps, float* out) {
-    ops_.rms_norm(pool_, x, w, R, D, eps, out);
+    Timed(OpProfiler::kNorm, [&] { ops_.rms_norm(pool_, x, w, R, D, eps, out); });
   }
   void Rope(float* x, const int32_t* pos, int64_t T, int64_t H, int64_t D, const float* inv_freq) {
-    ops_.rope(pool_, x, pos, T, H, D, inv_freq);
+    Timed(OpProfiler::kRope, [&] { ops_.rope(pool_, x, pos, T, H, D, inv_freq); });
   }
-  void Attention(const AttentionArgs& args) { ops_.attention(pool_, args); }
+  void Attention(const AttentionArgs& args) {
+    Timed(OpProfiler::kAttention, [&] { ops_.attention(pool_, args); });
+  }
   void GeluMul(const float* gate, const float* up, int64_t n, float* out) {
-    ops_.gelu_mul(pool_, gate, up, n, out);
+    Timed(OpProfiler::kElementwise, [&] { ops_.gelu_mul(pool_, gate, up, n, out); });
   }
-  void Softcap(float* x, int64_t n, float cap) { ops_.softcap(pool_, x, n, cap); }
+  void Softcap(float* x, int64_t n, float cap) {
+    Timed(OpProfiler::kElementwise, [&] { ops_.softcap(pool_, x, n, cap); });
+  }
   void Embed(const TensorView& table, const int32_t* ids, int64_t T, float scale, float* out) {
-    ops_.embed(pool_, table, ids, T, scale, out);
+    Timed(OpProfiler::kEmbed, [&] { ops_.embed(pool_, table, ids, T, scale, out); });
   }
-  void Add(const float* a, const float* b, int64_t n, float* out) { ops_.add(pool_, a, b, n, out); }
-  void Scale(float* x, int64_t n, float s) { ops_.scale(pool_, x, n, s); }
+  void Add(const float* a, const float* b, int64_t n, float* out) {
+    Timed(OpProfiler::kElementwise, [&] { ops_.add(pool_, a, b, n, out); });
+  }
+  void Scale(float* x, int64_t n, float s) {
+    Timed(OpProfiler::kElementwise, [&] { ops_.scale(pool_, x, n, s); });
+  }
 
  private:
+  bool Profiling() const { return profiler_ != nullptr && profiler_->enabled(); }
+  template <typename F>
+  void Timed(OpProfiler::Category c, F&& op) {
+    if (!Profiling()) return op();
+    const auto t0 = OpProfiler::Clock::now();
+    op();
+    profiler_->Record(c, t0);
+  }
+
   BackendKind kind_;
   const OpTable& ops_;
   ThreadPool pool_;
+  OpProfiler* profiler_ = nullptr;
 };
 
 }  // namespace g4

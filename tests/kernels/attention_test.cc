@@ -154,8 +154,12 @@ TEST_P(AttentionTest, MatchesRef) {
   ASSERT_TRUE(scoped_target.ok()) << target();
   ThreadPool pool(threads());
   uint32_t seed = 100;
-  const std::pair<int64_t, int64_t> heads[] = {{1, 1}, {4, 4}, {8, 2}, {6, 1}};
-  const std::pair<int64_t, int64_t> ts[] = {{1, 37}, {5, 9}, {3, 64}};
+  // GQA groups: {8, 1} is Gemma 4's shape; with 3 threads T = 1 splits its 8 query heads into
+  // groups of 3, 3, 2 (uneven), {5, 1} into 2, 2, 1.
+  const std::pair<int64_t, int64_t> heads[] = {{1, 1}, {4, 4}, {8, 2}, {6, 1}, {8, 1}, {5, 1}};
+  // {1, 300}: decode over >= 256 slots with fewer (token, KV head) pairs than threads splits the
+  // keys across threads and merges the softmax parts (some parts see no key with window 5).
+  const std::pair<int64_t, int64_t> ts[] = {{1, 37}, {5, 9}, {3, 64}, {1, 300}};
   for (int64_t D : {1, 16, 17, 32, 256, 512}) {
     for (auto [H, KV] : heads) {
       for (auto [T, S] : ts) {

@@ -14,7 +14,10 @@ using RunFn = std::function<int()>;
 RunFn AddLogitsCommand(CLI::App& app);
 RunFn AddMakeModelCommand(CLI::App& app);
 RunFn AddGenerateCommand(CLI::App& app);
+RunFn AddServeCommand(CLI::App& app);
+RunFn AddRunCommand(CLI::App& app);
 RunFn AddTokenizeCommand(CLI::App& app);
 RunFn AddDetokenizeCommand(CLI::App& app);
+RunFn AddBenchCommand(CLI::App& app);
 
 }  // namespace g4::cli

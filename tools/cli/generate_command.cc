@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "core/log.h"
 #include "model/gemma4.h"
+#include "profile_report.h"
 #include "runtime/generator.h"
 #include "sampling_flags.h"
 
@@ -16,6 +17,7 @@ namespace {
 struct GenerateArgs {
   std::string model_dir, ids, backend = "cpu";
   int threads = 0;
+  bool profile = false;
   GenerationFlags gen;
 };
 
@@ -35,9 +37,12 @@ int Run(GenerateArgs& a) {
   GenerationOptions options = a.gen.ToOptions((*model)->config());
   GenerationCallbacks cb;
   cb.on_info = [](const std::string& line) { LogInfo(line); };
+  OpProfiler profiler;
+  if (a.profile) AttachDecodeProfiler(backend, profiler, (*model)->config().vocab_size, cb);
   auto result = Generate(**model, backend, *ids, options, cb);
   if (!result.ok()) return fail(result.status());
   LogGenerationSummary(*result);
+  if (a.profile) std::fprintf(stderr, "%s", FormatGenerationProfile(profiler, result->stats).c_str());
   std::string json = "[";
   for (size_t i = 0; i < result->tokens.size(); ++i) {
     json += (i ? "," : "") + std::to_string(result->tokens[i]);
@@ -55,6 +60,7 @@ RunFn AddGenerateCommand(CLI::App& app) {
   sub->add_option("--ids", a->ids, "Comma-separated prompt token ids, e.g. 2,17,33")->required();
   sub->add_option("--backend", a->backend, "cpu or ref");
   sub->add_option("--threads", a->threads, "Threads for the cpu backend (0: all cores)");
+  sub->add_flag("--profile", a->profile, "Print where decode time goes (ms/token by category)");
   a->gen.Register(sub);
   return [a] { return Run(*a); };
 }

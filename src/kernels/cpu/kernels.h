@@ -28,7 +28,15 @@ const char* TargetName();
 std::vector<std::string> AvailableTargets();
 bool SetTargetForTesting(const std::string& name);
 
+// Probes of the machine (probe.cc), for benchmarks: the median over `passes` of the read
+// bandwidth in bytes/s of streaming a fresh `bytes` buffer on the pool's threads, and the f32
+// FMA peak in flop/s (best of 3 runs of about `seconds`) on all of the pool's threads.
+double MeasureReadBandwidth(ThreadPool& pool, size_t bytes, int passes);
+double MeasureFmaPeak(ThreadPool& pool, double seconds);
+
 void MatMul(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y);
+// MatMul for quantized w (w.quantized()); MatMul calls it. Exposed for tests and benchmarks.
+void QuantMatMul(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y);
 void RmsNorm(ThreadPool& pool, const float* x, const TensorView& w, int64_t R, int64_t D, float eps,
              float* out);
 void Attention(ThreadPool& pool, const AttentionArgs& a);

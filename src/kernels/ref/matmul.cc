@@ -1,13 +1,45 @@
+// Reference MatMul (y = x @ w^T, ops/matmul.h): f64 accumulation over weights read one element
+// at a time. Float weights are widened; quantized weights (core/tensor.h: int4 groups in the
+// compressed-tensors nibble order, int8 groups) are dequantized element by element as
+// q * scale[n, k / group], exactly as the format defines them. The oracle of the CPU kernels.
+#include <vector>
+
 #include "kernels/ref/kernels.h"
 
 namespace g4::ref {
+namespace {
+
+// Row n of w, dequantized: out[k] = q(n, k) * scale(n, k / group), in f64 (exact).
+void DequantizeRow(const TensorView& w, int64_t n, std::vector<double>& out) {
+  const int64_t K = w.dim(1), G = w.quant.group_size, groups = K / G;
+  const uint8_t* row = static_cast<const uint8_t*>(w.data) + n * w.quant.row_bytes;
+  for (int64_t k = 0; k < K; ++k) {
+    int q;
+    if (w.quant.kind == QuantKind::kInt4Group) {
+      const int nibble = (k % 2 == 0) ? (row[k / 2] & 0xf) : (row[k / 2] >> 4);
+      q = nibble - 8;
+    } else {
+      q = static_cast<int8_t>(row[k]);
+    }
+    const double scale = LoadAsF32(w.quant.scales, w.quant.scale_dtype, n * groups + k / G);
+    out[static_cast<size_t>(k)] = q * scale;
+  }
+}
+
+}  // namespace
 
 void MatMul(ThreadPool&, const TensorView& w, const float* x, int64_t T, float* y) {
   const int64_t N = w.dim(0), K = w.dim(1);
-  for (int64_t t = 0; t < T; ++t) {
-    for (int64_t n = 0; n < N; ++n) {
+  std::vector<double> row(static_cast<size_t>(K));
+  for (int64_t n = 0; n < N; ++n) {
+    if (w.quantized()) {
+      DequantizeRow(w, n, row);
+    } else {
+      for (int64_t k = 0; k < K; ++k) row[static_cast<size_t>(k)] = w.at(n * K + k);
+    }
+    for (int64_t t = 0; t < T; ++t) {
       double acc = 0.0;
-      for (int64_t k = 0; k < K; ++k) acc += static_cast<double>(x[t * K + k]) * w.at(n * K + k);
+      for (int64_t k = 0; k < K; ++k) acc += static_cast<double>(x[t * K + k]) * row[k];
       y[t * N + n] = static_cast<float>(acc);
     }
   }

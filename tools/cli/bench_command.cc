@@ -1,0 +1,505 @@
+// `g4 bench`: decode and prefill speed of a checkpoint on this machine, judged against the
+// machine itself. For each prompt length (--contexts) it prefills a fresh KV cache with
+// deterministic pseudo-random ids, then runs --decode greedy decode steps, --repeat times, and
+// reports medians: prefill tok/s, decode tok/s (decode forward passes only: the gauge), end-to-end
+// tok/s (generated tokens over prefill + decode + sampling), and decode as a percentage of the
+// roofline = memory-read bandwidth (measured in this process, before and after the runs, over a
+// buffer larger than the caches) / weight bytes read per decode token (from the model's bound
+// tensors: packed bytes + scales for quantized ones, the LM head as bound, one row per embedding
+// table). Prefill is also given as GFLOP/s and percent of the measured f32 FMA peak. Prints a
+// table (stdout) and optionally JSON (--json); the device policy and the git commit head both.
+// --profile adds the per-category decode breakdown (profile_report.h); --head-error measures the
+// logits error of the quantized LM head copies against the bf16 head.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <sys/resource.h>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "core/log.h"
+#include "core/process_stats.h"
+#include "model/gemma4.h"
+#include "ops/probe.h"
+#include "ops/profiler.h"
+#include "profile_report.h"
+#include "runtime/kv_cache/kv_cache.h"
+#include "runtime/prefill.h"
+
+namespace g4::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::ordered_json;
+
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+struct BenchArgs {
+  std::string model_dir, backend = "cpu", contexts = "41,521,2057", json_path, head = "auto";
+  int decode = 64, repeat = 1, threads = 0, prefill_chunk = kDefaultPrefillChunk;
+  bool profile = false, head_error = false;
+  double bandwidth_mib = 1024;
+};
+
+// One prefill + decode run.
+struct RunResult {
+  double prefill_s = 0, decode_s = 0, sampling_s = 0;
+  int64_t steps = 0;
+  std::vector<double> step_s;  // each decode forward
+  double decode_cpu_s = 0;     // process CPU time (user + sys) over the decode steps
+};
+
+// User + system CPU time of the whole process (every thread), in seconds.
+double ProcessCpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+// The 1-minute load average (/proc/loadavg), or -1: how busy the machine was with other work.
+double LoadAverage() {
+  std::ifstream f("/proc/loadavg");
+  double v = -1;
+  f >> v;
+  return f ? v : -1;
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int32_t Argmax(const std::vector<float>& logits) {
+  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+// `git describe --always --dirty` of the tree the binary was built in (found from the binary's
+// own path), or "unknown".
+std::string GitCommit() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "unknown";
+  const std::string cmd = "git -C '" + exe.parent_path().string() +
+                          "' describe --always --dirty --abbrev=12 2>/dev/null";
+  std::FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return "unknown";
+  char buf[128] = {};
+  const bool got = std::fgets(buf, sizeof buf, p) != nullptr;
+  pclose(p);
+  std::string s = got ? buf : "";
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  return s.empty() ? "unknown" : s;
+}
+
+StatusOr<std::vector<int>> ParseContexts(const std::string& text) {
+  std::vector<int> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    char* end = nullptr;
+    const long v = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v <= 0 || v > (1 << 24)) {
+      return InvalidArgument("--contexts: '" + item + "' is not a positive token count");
+    }
+    out.push_back(static_cast<int>(v));
+  }
+  if (out.empty()) return InvalidArgument("--contexts: no prompt lengths given");
+  return out;
+}
+
+// Deterministic prompt ids (LCG) in [4, vocab): never a special id at the low end.
+std::vector<int32_t> PromptIds(const ModelConfig& c, int n, uint32_t seed) {
+  const int vocab = c.ple_width > 0 ? std::min(c.vocab_size, c.ple_vocab) : c.vocab_size;
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  uint32_t s = seed * 2654435761u + 12345u;
+  for (int32_t& id : ids) {
+    s = s * 1664525u + 1013904223u;
+    id = 4 + static_cast<int32_t>((s >> 8) % static_cast<uint32_t>(std::max(1, vocab - 4)));
+  }
+  if (!ids.empty()) ids[0] = c.bos_id;
+  return ids;
+}
+
+// Bytes one decode step reads, by storage ("int4g32/bf16" -> bytes), as DecodeWeightBytes counts.
+std::map<std::string, uint64_t> BytesByStorage(const ModelConfig& c, const ModelWeights& w) {
+  ModelWeights copy = w;
+  std::map<std::string, uint64_t> out;
+  for (const TensorSlot& s : ListTensors(c, &copy)) {
+    if (!s.view || s.view->empty()) continue;
+    const bool table = s.init == TensorSlot::Init::kEmbed || s.init == TensorSlot::Init::kPleEmbed;
+    out[StorageName(*s.view)] += table ? s.view->nbytes() / static_cast<uint64_t>(s.view->dim(0))
+                                       : s.view->nbytes() + s.view->scale_nbytes();
+  }
+  out[StorageName(w.lm_head) + " (lm head)"] += w.lm_head.nbytes() + w.lm_head.scale_nbytes();
+  return out;
+}
+
+// Multiply-adds x 2 per prompt token in the linears (not the head), and attention flops for a
+// prompt of n tokens (QK and PV, 2 * 2 * heads * head_dim per visible key), per token.
+double PrefillFlopsPerToken(const Gemma4Model& m, int n, int chunk) {
+  ModelWeights copy = m.weights();
+  const ModelConfig& c = m.config();
+  double linear = 0;
+  for (const TensorSlot& s : ListTensors(c, &copy)) {
+    if (s.view && !s.view->empty() && s.linear()) linear += 2.0 * s.shape[0] * s.shape[1];
+  }
+  double attn = 0;
+  for (const LayerConfig& l : c.layers) {
+    double visible = 0;  // mean over the prompt's positions
+    for (int t = 0; t < n; ++t) visible += l.sliding() ? std::min(t + 1, c.sliding_window) : t + 1;
+    attn += 4.0 * l.n_heads * l.head_dim * visible / n;
+  }
+  const double chunks = std::ceil(static_cast<double>(n) / std::max(1, chunk));
+  const double head = 2.0 * c.vocab_size * c.hidden_size * chunks / n;  // last position per chunk
+  return linear + attn + head;
+}
+
+// Bytes of K and V one decode step reads at `context` cached positions (f32 cache).
+double KvBytesPerToken(const ModelConfig& c, int context) {
+  double b = 0;
+  for (const LayerConfig& l : c.layers) {
+    const int visible = l.sliding() ? std::min(context, c.sliding_window) : context;
+    b += 2.0 * visible * l.n_kv_heads * l.head_dim * sizeof(float);
+  }
+  return b;
+}
+
+StatusOr<RunResult> RunOnce(const Gemma4Model& m, Backend& be, const std::vector<int32_t>& prompt,
+                            int decode, int chunk, OpProfiler* profiler) {
+  const ModelConfig& c = m.config();
+  const int context = std::min<int>(static_cast<int>(prompt.size()) + decode + 1,
+                                    c.max_position_embeddings);
+  G4_ASSIGN_OR_RETURN(std::unique_ptr<SequenceKvCache> cache, SequenceKvCache::Create(c, context));
+  RunResult r;
+  const auto t0 = Clock::now();
+  G4_ASSIGN_OR_RETURN(std::vector<float> logits, Prefill(m, be, *cache, prompt, chunk));
+  r.prefill_s = Seconds(t0, Clock::now());
+  if (profiler) profiler->set_enabled(true);
+  const double cpu0 = ProcessCpuSeconds();
+  for (int k = 0; k < decode && cache->size() < cache->max_context(); ++k) {
+    const auto ts = Clock::now();
+    const int32_t one[] = {Argmax(logits)};
+    const auto tf = Clock::now();
+    r.sampling_s += Seconds(ts, tf);
+    G4_ASSIGN_OR_RETURN(logits, Prefill(m, be, *cache, one, 1));
+    const double step = Seconds(tf, Clock::now());
+    r.decode_s += step;
+    r.step_s.push_back(step);
+    ++r.steps;
+  }
+  r.decode_cpu_s = ProcessCpuSeconds() - cpu0;
+  const auto ts = Clock::now();
+  (void)Argmax(logits);  // the token after the last step
+  r.sampling_s += Seconds(ts, Clock::now());
+  if (profiler) profiler->set_enabled(false);
+  return r;
+}
+
+// Logits of `prompt` (all positions) for the model at `dir` loaded with head `mode`.
+StatusOr<std::vector<float>> HeadLogits(const std::string& dir, HeadMode mode, Backend& be,
+                                        const std::vector<int32_t>& prompt) {
+  SetDefaultHeadMode(mode);
+  G4_ASSIGN_OR_RETURN(std::unique_ptr<Gemma4Model> m, Gemma4Model::Load(dir));
+  return m->Forward(be, prompt);
+}
+
+// Error of the q8 and q4 head copies against the bf16 head on `prompt`: max |diff| / max |logit|,
+// rms diff / rms logit, top-1 agreement, mean KL(bf16 || quantized) in nats.
+StatusOr<ordered_json> HeadError(const std::string& dir, Backend& be, const ModelConfig& c,
+                                 const std::vector<int32_t>& prompt) {
+  const HeadMode saved = DefaultHeadMode();
+  G4_ASSIGN_OR_RETURN(const std::vector<float> base, HeadLogits(dir, HeadMode::kAsStored, be, prompt));
+  const int64_t V = c.vocab_size, T = static_cast<int64_t>(prompt.size());
+  ordered_json out;
+  for (HeadMode mode : {HeadMode::kQ8, HeadMode::kQ4}) {
+    G4_ASSIGN_OR_RETURN(const std::vector<float> q, HeadLogits(dir, mode, be, prompt));
+    double max_ref = 0, max_diff = 0, ss_ref = 0, ss_diff = 0, kl = 0;
+    int64_t agree = 0;
+    for (int64_t t = 0; t < T; ++t) {
+      const float* a = base.data() + t * V;
+      const float* b = q.data() + t * V;
+      double ma = a[0], mb = b[0];
+      int64_t ia = 0, ib = 0;
+      for (int64_t i = 0; i < V; ++i) {
+        max_ref = std::max(max_ref, std::fabs(double{a[i]}));
+        max_diff = std::max(max_diff, std::fabs(double{a[i]} - b[i]));
+        ss_ref += double{a[i]} * a[i];
+        ss_diff += (double{a[i]} - b[i]) * (double{a[i]} - b[i]);
+        if (a[i] > ma) { ma = a[i]; ia = i; }
+        if (b[i] > mb) { mb = b[i]; ib = i; }
+      }
+      agree += ia == ib;
+      double za = 0, zb = 0;
+      for (int64_t i = 0; i < V; ++i) {
+        za += std::exp(a[i] - ma);
+        zb += std::exp(b[i] - mb);
+      }
+      for (int64_t i = 0; i < V; ++i) {
+        const double pa = std::exp(a[i] - ma) / za;
+        const double la = a[i] - ma - std::log(za), lb = b[i] - mb - std::log(zb);
+        kl += pa * (la - lb);
+      }
+    }
+    ordered_json e;
+    e["max_abs_diff_over_max_abs_logit"] = max_diff / std::max(1e-30, max_ref);
+    e["rms_diff_over_rms_logit"] = std::sqrt(ss_diff / std::max(1e-30, ss_ref));
+    e["top1_agreement"] = static_cast<double>(agree) / T;
+    e["mean_kl_nats"] = kl / T;
+    out[HeadModeName(mode)] = e;
+  }
+  SetDefaultHeadMode(saved);
+  return out;
+}
+
+std::string Gb(double bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3f GB", bytes / 1e9);
+  return b;
+}
+
+int Run(const BenchArgs& a) {
+  auto fail = [](const Status& s) {
+    LogError(s.ToString());
+    return 1;
+  };
+  auto kind = ParseBackendKind(a.backend);
+  if (!kind.ok()) return fail(kind.status());
+  auto contexts = ParseContexts(a.contexts);
+  if (!contexts.ok()) return fail(contexts.status());
+  auto head = ParseHeadMode(a.head);
+  if (!head.ok()) return fail(head.status());
+  if (a.decode < 0 || a.repeat < 1) return fail(InvalidArgument("--decode must be >= 0, --repeat >= 1"));
+  SetDefaultHeadMode(*head);
+
+  const auto t_load = Clock::now();
+  auto loaded = Gemma4Model::Load(a.model_dir);
+  if (!loaded.ok()) return fail(loaded.status());
+  const Gemma4Model& model = **loaded;
+  const double load_s = Seconds(t_load, Clock::now());
+  const uint64_t resident_after_load = ResidentBytes();
+  const ModelConfig& c = model.config();
+  Backend be(*kind, a.threads);
+
+  const std::map<std::string, uint64_t> by_storage = BytesByStorage(c, model.weights());
+  std::string weights;
+  for (const auto& [name, bytes] : by_storage) {
+    if (name.find("(lm head)") == std::string::npos) weights += (weights.empty() ? "" : "+") + name;
+  }
+  const std::string policy = be.PolicyString() + " weights=" + weights +
+                             " head=" + StorageName(model.weights().lm_head);
+  const std::string commit = GitCommit();
+  LogInfo("device policy: " + policy);
+  LogInfo("commit " + commit + "; loaded " + a.model_dir + " in " + std::to_string(load_s) +
+          " s; resident " + Gb(static_cast<double>(resident_after_load)) + " of " +
+          Gb(static_cast<double>(model.store().total_bytes())) + " mapped");
+
+  const double weight_bytes = static_cast<double>(DecodeWeightBytes(c, model.weights()));
+  const size_t bw_bytes = static_cast<size_t>(a.bandwidth_mib * 1048576.0);
+  std::vector<double> bw_samples;
+  auto measure_bw = [&] {
+    for (int i = 0; i < 3; ++i) bw_samples.push_back(MeasureReadBandwidth(be, bw_bytes, 3));
+  };
+  measure_bw();
+  // FMA peak: the better of all threads measured together and one thread x threads (other
+  // processes competing for the cores make the first an underestimate).
+  const double fma_all = MeasureFmaPeak(be, 0.3);
+  const double fma_one = MeasureFmaPeakOneThread(0.3);
+  const double fma_peak = std::max(fma_all, fma_one * be.pool().size());
+  const double load_before = LoadAverage();
+  LogInfo("read bandwidth " + std::to_string(Median(bw_samples) / 1e9) + " GB/s (before runs); f32 FMA peak " +
+          std::to_string(fma_peak / 1e9) + " GFLOP/s; weights read per decode token " + Gb(weight_bytes));
+
+  OpProfiler profiler;
+  profiler.set_lm_head_rows(c.vocab_size);
+  profiler.set_enabled(false);
+  if (a.profile) be.SetProfiler(&profiler);
+
+  // Warm-up (untimed): faults in every weight page and sizes the kernels' scratch buffers.
+  {
+    auto warm = RunOnce(model, be, PromptIds(c, 8, 1), 2, a.prefill_chunk, nullptr);
+    if (!warm.ok()) return fail(warm.status());
+  }
+
+  ordered_json runs = ordered_json::array();
+  struct Row {
+    int context;
+    double prefill, decode, decode_median, e2e, prefill_gflops, kv_bytes, cpu_util;
+  };
+  std::vector<Row> rows;
+  std::string profiles;
+  for (int ctx : *contexts) {
+    if (ctx + a.decode + 1 > c.max_position_embeddings) {
+      return fail(InvalidArgument("--contexts " + std::to_string(ctx) + " + --decode does not fit "
+                                  "max_position_embeddings"));
+    }
+    const std::vector<int32_t> prompt = PromptIds(c, ctx, static_cast<uint32_t>(ctx));
+    profiler.Reset();
+    std::vector<double> prefill, decode, e2e, steps;
+    RunResult sum;
+    for (int r = 0; r < a.repeat; ++r) {
+      auto res = RunOnce(model, be, prompt, a.decode, a.prefill_chunk, a.profile ? &profiler : nullptr);
+      if (!res.ok()) return fail(res.status());
+      prefill.push_back(ctx / res->prefill_s);
+      decode.push_back(res->steps > 0 ? res->steps / res->decode_s : 0.0);
+      e2e.push_back((res->steps + 1) / (res->prefill_s + res->decode_s + res->sampling_s));
+      sum.decode_s += res->decode_s;
+      sum.sampling_s += res->sampling_s;
+      sum.steps += res->steps;
+      sum.decode_cpu_s += res->decode_cpu_s;
+      steps.insert(steps.end(), res->step_s.begin(), res->step_s.end());
+    }
+    const double flops = PrefillFlopsPerToken(model, ctx, a.prefill_chunk);
+    const double median_step = Median(steps);
+    Row row{ctx,
+            Median(prefill),
+            Median(decode),
+            median_step > 0 ? 1.0 / median_step : 0.0,
+            Median(e2e),
+            Median(prefill) * flops / 1e9,
+            KvBytesPerToken(c, ctx),
+            sum.decode_s > 0 ? sum.decode_cpu_s / (sum.decode_s * be.pool().size()) : 0.0};
+    rows.push_back(row);
+    ordered_json j;
+    j["context"] = ctx;
+    j["prefill_tok_s"] = row.prefill;
+    j["decode_tok_s"] = row.decode;
+    j["decode_tok_s_median_step"] = row.decode_median;
+    j["decode_cpu_utilization"] = row.cpu_util;
+    j["end_to_end_tok_s"] = row.e2e;
+    j["prefill_gflop_per_token"] = flops / 1e9;
+    j["prefill_gflops"] = row.prefill_gflops;
+    j["kv_bytes_read_per_decode_token"] = row.kv_bytes;
+    j["samples"] = {{"prefill_tok_s", prefill}, {"decode_tok_s", decode}, {"end_to_end_tok_s", e2e}};
+    if (a.profile) {
+      const DecodeProfile p{&profiler, sum.steps, sum.decode_s, sum.sampling_s};
+      j["profile"] = ProfileJson(p);
+      profiles += "context " + std::to_string(ctx) + ": " + FormatProfile(p);
+    }
+    runs.push_back(j);
+  }
+  be.SetProfiler(nullptr);
+  // What the model holds (mapped weight pages touched, load-time copies, KV caches and scratch)
+  // after every run, before the second bandwidth probe allocates its buffer again.
+  const uint64_t resident_after_runs = ResidentBytes();
+  measure_bw();
+  const double bw = Median(bw_samples);
+  const double roofline = bw / weight_bytes;
+
+  // The table.
+  std::printf("g4 bench  %s\n", a.model_dir.c_str());
+  std::printf("policy    %s\ncommit    %s\n", policy.c_str(), commit.c_str());
+  std::printf("weights read per decode token: %s (", Gb(weight_bytes).c_str());
+  bool first = true;
+  for (const auto& [name, bytes] : by_storage) {
+    std::printf("%s%s %s", first ? "" : ", ", name.c_str(), Gb(static_cast<double>(bytes)).c_str());
+    first = false;
+  }
+  std::printf(")\nread bandwidth %.2f GB/s (median of %zu; min %.2f, max %.2f) -> roofline %.2f tok/s\n",
+              bw / 1e9, bw_samples.size(), *std::min_element(bw_samples.begin(), bw_samples.end()) / 1e9,
+              *std::max_element(bw_samples.begin(), bw_samples.end()) / 1e9, roofline);
+  std::printf("f32 FMA peak %.1f GFLOP/s (all threads measured %.1f, one thread %.1f)\n",
+              fma_peak / 1e9, fma_all / 1e9, fma_one / 1e9);
+  std::printf("load average %.2f before, %.2f after (other processes on this machine)\n\n",
+              load_before, LoadAverage());
+  std::printf("%8s %12s %9s %10s %11s %10s %12s %8s %9s %8s\n", "context", "prefill t/s",
+              "GFLOP/s", "%FMApeak", "decode t/s", "%roofline", "median-step", "cpu%", "e2e t/s",
+              "KV MB/t");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    const double pct_roof = 100.0 * r.decode / roofline;
+    const double pct_fma = 100.0 * r.prefill_gflops * 1e9 / fma_peak;
+    std::printf("%8d %12.2f %9.1f %9.1f%% %11.2f %9.1f%% %12.2f %7.0f%% %9.2f %8.1f\n", r.context,
+                r.prefill, r.prefill_gflops, pct_fma, r.decode, pct_roof, r.decode_median,
+                100 * r.cpu_util, r.e2e, r.kv_bytes / 1e6);
+    runs[i]["decode_pct_of_roofline"] = pct_roof;
+    runs[i]["prefill_pct_of_fma_peak"] = pct_fma;
+  }
+  const uint64_t peak = PeakResidentBytes();
+  std::printf("\nresident after load %s, after the runs %s, peak %s (incl. the %.0f MiB bandwidth "
+              "probe buffer); mapped %s; load %.2f s\n",
+              Gb(static_cast<double>(resident_after_load)).c_str(),
+              Gb(static_cast<double>(resident_after_runs)).c_str(),
+              Gb(static_cast<double>(peak)).c_str(), a.bandwidth_mib,
+              Gb(static_cast<double>(model.store().total_bytes())).c_str(), load_s);
+  if (!profiles.empty()) std::printf("\n%s", profiles.c_str());
+
+  ordered_json out;
+  out["model"] = a.model_dir;
+  out["commit"] = commit;
+  out["policy"] = policy;
+  out["threads"] = be.pool().size();
+  out["lm_head"] = StorageName(model.weights().lm_head);
+  ordered_json storage;
+  for (const auto& [name, bytes] : by_storage) storage[name] = bytes;
+  out["decode_weight_bytes_by_storage"] = storage;
+  out["decode_weight_bytes_per_token"] = weight_bytes;
+  out["read_bandwidth_bytes_per_s"] = bw;
+  out["read_bandwidth_samples"] = bw_samples;
+  out["roofline_tok_s"] = roofline;
+  out["fma_peak_flops"] = fma_peak;
+  out["fma_measured_all_threads_flops"] = fma_all;
+  out["fma_measured_one_thread_flops"] = fma_one;
+  out["load_average_before"] = load_before;
+  out["load_average_after"] = LoadAverage();
+  out["load_seconds"] = load_s;
+  out["resident_bytes_after_load"] = resident_after_load;
+  out["resident_bytes_after_runs"] = resident_after_runs;
+  out["peak_resident_bytes"] = peak;
+  out["mapped_bytes"] = model.store().total_bytes();
+  out["decode_steps"] = a.decode;
+  out["repeat"] = a.repeat;
+  out["runs"] = runs;
+
+  if (a.head_error) {
+    const int n = std::min(64, contexts->front());
+    auto err = HeadError(a.model_dir, be, c, PromptIds(c, n, 7));
+    if (!err.ok()) return fail(err.status());
+    out["head_error"] = *err;
+    out["head_error"]["positions"] = n;
+    std::printf("\nLM head copies vs the bf16 head (%d positions):\n%s\n", n, err->dump(2).c_str());
+  }
+  if (!a.json_path.empty()) {
+    std::ofstream f(a.json_path);
+    f << out.dump(2) << "\n";
+    if (!f) return fail(IoError("cannot write " + a.json_path));
+  }
+  return 0;
+}
+
+}  // namespace
+
+RunFn AddBenchCommand(CLI::App& app) {
+  auto a = std::make_shared<BenchArgs>();
+  CLI::App* sub = app.add_subcommand("bench", "Measure prefill and decode speed against the roofline");
+  sub->add_option("--model", a->model_dir, "Checkpoint directory")->required();
+  sub->add_option("--contexts", a->contexts, "Prompt lengths, comma-separated (41,521,2057)");
+  sub->add_option("--decode", a->decode, "Decode steps after each prompt (64)");
+  sub->add_option("--repeat", a->repeat, "Runs per prompt length; medians are reported (1)");
+  sub->add_option("--json", a->json_path, "Also write the results as JSON here");
+  sub->add_option("--threads", a->threads, "Threads (0: all cores)");
+  sub->add_option("--backend", a->backend, "cpu or ref");
+  sub->add_option("--head", a->head, "LM head: auto (q8 for W4A16 checkpoints), bf16, q8, q4");
+  sub->add_option("--prefill-chunk", a->prefill_chunk, "Prompt tokens per prefill step (512)");
+  sub->add_option("--bandwidth-mib", a->bandwidth_mib, "Buffer of the read-bandwidth probe (1024)");
+  sub->add_flag("--profile", a->profile, "Per-category decode time (ms/token and %)");
+  sub->add_flag("--head-error", a->head_error,
+                "Logits error of the q8 / q4 LM head copies vs bf16 (extra loads + forwards)");
+  return [a] { return Run(*a); };
+}
+
+}  // namespace g4::cli
