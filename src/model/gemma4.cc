@@ -26,16 +26,12 @@ StatusOr<std::unique_ptr<Gemma4Model>> Gemma4Model::Load(const std::string& dir)
 }
 
 std::string Gemma4Model::WeightDTypes() const {
-  std::set<std::string> names;
+  std::set<std::string> names;  // e.g. {"bf16", "int4g32/bf16"} for a W4A16 checkpoint
   for (const TensorSlot& s : ListTensors(config_, const_cast<ModelWeights*>(&weights_))) {
-    if (s.view && !s.view->empty()) names.insert(DTypeName(s.view->dtype));
+    if (s.view && !s.view->empty()) names.insert(StorageName(*s.view));
   }
   std::string out;
-  for (const std::string& n : names) {
-    std::string lower;
-    for (char ch : n) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    out += (out.empty() ? "" : "+") + lower;
-  }
+  for (const std::string& n : names) out += (out.empty() ? "" : "+") + n;
   return out;
 }
 

@@ -69,6 +69,19 @@ double ProcessCpuSeconds() {
          1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
 }
 
+// RssAnon and RssFile of /proc/self/status in bytes ({0, 0} if unknown): the resident set split
+// into anonymous memory (load-time copies, caches, scratch) and file pages (mapped weights).
+std::pair<uint64_t, uint64_t> ResidentSplit() {
+  std::ifstream f("/proc/self/status");
+  std::string key;
+  uint64_t anon = 0, file = 0, kb = 0;
+  while (f >> key) {
+    if (key == "RssAnon:" && f >> kb) anon = kb * 1024;
+    if (key == "RssFile:" && f >> kb) file = kb * 1024;
+  }
+  return {anon, file};
+}
+
 // The 1-minute load average (/proc/loadavg), or -1: how busy the machine was with other work.
 double LoadAverage() {
   std::ifstream f("/proc/loadavg");
@@ -396,6 +409,7 @@ int Run(const BenchArgs& a) {
   // What the model holds (mapped weight pages touched, load-time copies, KV caches and scratch)
   // after every run, before the second bandwidth probe allocates its buffer again.
   const uint64_t resident_after_runs = ResidentBytes();
+  const auto [resident_anon, resident_file] = ResidentSplit();
   measure_bw();
   const double bw = Median(bw_samples);
   const double roofline = bw / weight_bytes;
@@ -430,10 +444,12 @@ int Run(const BenchArgs& a) {
     runs[i]["prefill_pct_of_fma_peak"] = pct_fma;
   }
   const uint64_t peak = PeakResidentBytes();
-  std::printf("\nresident after load %s, after the runs %s, peak %s (incl. the %.0f MiB bandwidth "
-              "probe buffer); mapped %s; load %.2f s\n",
+  std::printf("\nresident after load %s, after the runs %s (%s mapped file pages, %s anonymous), "
+              "peak %s (incl. the %.0f MiB bandwidth probe buffer); mapped %s; load %.2f s\n",
               Gb(static_cast<double>(resident_after_load)).c_str(),
               Gb(static_cast<double>(resident_after_runs)).c_str(),
+              Gb(static_cast<double>(resident_file)).c_str(),
+              Gb(static_cast<double>(resident_anon)).c_str(),
               Gb(static_cast<double>(peak)).c_str(), a.bandwidth_mib,
               Gb(static_cast<double>(model.store().total_bytes())).c_str(), load_s);
   if (!profiles.empty()) std::printf("\n%s", profiles.c_str());
@@ -459,6 +475,8 @@ int Run(const BenchArgs& a) {
   out["load_seconds"] = load_s;
   out["resident_bytes_after_load"] = resident_after_load;
   out["resident_bytes_after_runs"] = resident_after_runs;
+  out["resident_file_bytes_after_runs"] = resident_file;
+  out["resident_anon_bytes_after_runs"] = resident_anon;
   out["peak_resident_bytes"] = peak;
   out["mapped_bytes"] = model.store().total_bytes();
   out["decode_steps"] = a.decode;
