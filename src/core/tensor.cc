@@ -11,8 +11,30 @@ const char* QuantKindName(QuantKind kind) {
     case QuantKind::kNone: return "";
     case QuantKind::kInt4Group: return "int4";
     case QuantKind::kInt8Group: return "int8";
+    case QuantKind::kQ4_0: return "q4_0";
+    case QuantKind::kQ4_1: return "q4_1";
+    case QuantKind::kQ5_0: return "q5_0";
+    case QuantKind::kQ5_1: return "q5_1";
+    case QuantKind::kQ8_0: return "q8_0";
+    case QuantKind::kQ4_K: return "q4_k";
+    case QuantKind::kQ5_K: return "q5_k";
+    case QuantKind::kQ6_K: return "q6_k";
   }
   return "?";
+}
+
+BlockFormat GgufBlockFormat(QuantKind kind) {
+  switch (kind) {
+    case QuantKind::kQ4_0: return {32, 18};
+    case QuantKind::kQ4_1: return {32, 20};
+    case QuantKind::kQ5_0: return {32, 22};
+    case QuantKind::kQ5_1: return {32, 24};
+    case QuantKind::kQ8_0: return {32, 34};
+    case QuantKind::kQ4_K: return {256, 144};
+    case QuantKind::kQ5_K: return {256, 176};
+    case QuantKind::kQ6_K: return {256, 210};
+    default: return {};
+  }
 }
 
 size_t TensorView::nbytes() const {
@@ -21,7 +43,7 @@ size_t TensorView::nbytes() const {
 }
 
 size_t TensorView::scale_nbytes() const {
-  if (!quantized() || quant.group_size <= 0) return 0;
+  if (!quantized() || quant.group_size <= 0 || quant.scales == nullptr) return 0;
   return static_cast<size_t>(dim(0) * (dim(1) / quant.group_size)) * DTypeSize(quant.scale_dtype);
 }
 
@@ -60,6 +82,7 @@ std::string Lower(const char* s) {
 
 std::string StorageName(const TensorView& t) {
   if (!t.quantized()) return Lower(DTypeName(t.dtype));
+  if (IsGgufBlock(t.quant.kind)) return QuantKindName(t.quant.kind);  // scales live in blocks
   // Appends, not operator+ chains: GCC 12 reports a false -Wrestrict on those.
   std::string s = QuantKindName(t.quant.kind);
   if (t.shape.size() == 2 && t.quant.group_size == t.dim(1)) {

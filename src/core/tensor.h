@@ -23,10 +23,29 @@ enum class QuantKind : uint8_t {
   kNone,       // plain elements of `dtype`
   kInt4Group,  // symmetric int4, per-(row, group) scales, compressed-tensors nibble order
   kInt8Group,  // symmetric int8 (q in [-127, 127], one int8 per element), per-(row, group) scales
+  // GGUF (ggml) blocks, ../shared/spec/formats.md §2.2-2.3: each row of [N, K] is K / elems
+  // blocks of `bytes` bytes with their scales inside (QuantInfo::scales is null, group_size is
+  // the block's element count, row_bytes = K / elems * bytes).
+  kQ4_0,
+  kQ4_1,
+  kQ5_0,
+  kQ5_1,
+  kQ8_0,
+  kQ4_K,
+  kQ5_K,
+  kQ6_K,
 };
 
-// "int4", "int8", or "" for kNone.
+// "int4", "int8", "q4_0", ..., "q6_k", or "" for kNone.
 const char* QuantKindName(QuantKind kind);
+
+// Elements and bytes of one GGUF block; {0, 0} for the non-GGUF kinds.
+struct BlockFormat {
+  int64_t elems = 0;
+  int64_t bytes = 0;
+};
+BlockFormat GgufBlockFormat(QuantKind kind);
+inline bool IsGgufBlock(QuantKind kind) { return GgufBlockFormat(kind).elems > 0; }
 
 struct QuantInfo {
   QuantKind kind = QuantKind::kNone;

@@ -29,7 +29,7 @@ OpProfiler::Category OpProfiler::MatMulCategory(const TensorView& w) {
   switch (w.quant.kind) {
     case QuantKind::kInt4Group: return kMatVecInt4;
     case QuantKind::kInt8Group: return kMatVecInt8;
-    case QuantKind::kNone: break;
+    default: break;  // GGUF blocks: counted with the dtype of their container for now
   }
   switch (w.dtype) {
     case DType::kBF16: return kMatVecBf16;

@@ -25,9 +25,8 @@ int64_t QuantRowBytes(QuantKind kind, int64_t K) {
   switch (kind) {
     case QuantKind::kInt4Group: return (K + 7) / 8 * 4;
     case QuantKind::kInt8Group: return K;
-    case QuantKind::kNone: return 0;
+    default: return 0;  // kNone and the GGUF blocks: not made by this quantizer
   }
-  return 0;
 }
 
 void QuantizeRow(const float* w, int64_t K, QuantKind kind, int64_t group, DType scale_dtype,
