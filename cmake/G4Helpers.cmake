@@ -20,6 +20,8 @@ endfunction()
 # test by test with ctest. Tests run from the repo root so ../shared/golden resolves.
 function(g4_test_suite dir)
   file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/${dir}/*.cc)
+  # tests/kernels/cuda is its own binary (g4_cuda_tests, cmake/G4Cuda.cmake).
+  list(FILTER srcs EXCLUDE REGEX "/tests/kernels/cuda/")
   if(NOT srcs)
     return()
   endif()
