@@ -1,0 +1,51 @@
+// Gemma 4 tokenizer <-> GGUF metadata (`tokenizer.ggml.*`, ../shared/spec/peers.md §1.2, §1.5,
+// formats.md §2.4). A GGUF file with tokenizer.ggml.model = "gemma4" carries the same BPE that
+// tokenizer.json describes: the token list (id = index), "left right" merges in rank order, and
+// a type per token. The pipeline around the BPE is fixed for this model type (" " -> "▁"
+// normalizer, newline-run split, byte fallback to <0xNN>, "▁" -> " " on decode), so it is
+// rebuilt here rather than stored.
+//
+// Token types (llama.cpp's): 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte.
+//   reading: control and unknown -> special added tokens; user-defined and unused -> added
+//            tokens, special when the text is one of Gemma 4's control-token names (llama.cpp's
+//            converter types the tool-call / channel markers user-defined); normal and byte ->
+//            plain pieces (byte pieces decode to their byte).
+//   writing: special added -> control, other added -> user-defined, <0xNN> -> byte, rest normal.
+// So tokenizer.json -> GGUF -> Tokenizer gives the tokenizer tokenizer.json gives.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "loader/gguf.h"
+#include "loader/gguf_writer.h"
+#include "tokenizer/chat.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer_json.h"
+
+namespace g4 {
+
+// The tokenizer of a GGUF file, special ids from tokenizer.ggml.{bos,eos,padding,unknown}_token_id
+// (stops: EOS plus <turn|> and <|tool_response> when present, as for tokenizer.json). Errors name
+// the file and key: NotFound for a missing required key (tokens, token_type, merges, model),
+// InvalidArgument for a mistyped or inconsistent one, Unimplemented for a model other than
+// "gemma4".
+StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromGguf(const GgufFile& file);
+
+// The chat style tokenizer.chat_template implies; without a template, per-layer embeddings
+// (gemma4.embedding_length_per_layer_input > 0) mean the E2B/E4B form, else the 26B/31B form.
+StatusOr<ChatStyle> ChatStyleFromGguf(const GgufFile& file);
+
+struct GgufTokenizerOptions {
+  bool add_bos_token = true;  // llama.cpp forces it on for gemma4 anyway
+  std::string chat_template;  // written when non-empty
+};
+
+// Adds tokenizer.ggml.* (and tokenizer.chat_template) for `json`, which must have Gemma's
+// pipeline (byte-fallback BPE, " " -> "▁" normalizer) and dense ids. Special ids are looked up
+// by name (<bos>, <eos>, <pad>, <unk>, <mask>); absent names are not written.
+Status AddGgufTokenizerMetadata(const TokenizerJson& json, const GgufTokenizerOptions& options,
+                                GgufMetadata* metadata);
+
+}  // namespace g4
