@@ -4,6 +4,8 @@
 
 #include <cctype>
 
+#include "core/gguf_blocks.h"
+
 namespace g4 {
 
 const char* QuantKindName(QuantKind kind) {
@@ -51,6 +53,12 @@ float TensorView::at(int64_t i) const {
   if (!quantized()) return LoadAsF32(data, dtype, i);
   const int64_t K = dim(1), n = i / K, k = i % K;
   const uint8_t* row = static_cast<const uint8_t*>(data) + n * quant.row_bytes;
+  if (IsGgufBlock(quant.kind)) {  // dequantize the one block holding element k
+    const BlockFormat f = GgufBlockFormat(quant.kind);
+    float block[256];  // the largest block (K-quants)
+    DequantizeGgufBlock(quant.kind, row + (k / f.elems) * f.bytes, block);
+    return block[k % f.elems];
+  }
   int q;
   if (quant.kind == QuantKind::kInt4Group) {
     const uint8_t byte = row[k / 2];
