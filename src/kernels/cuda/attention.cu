@@ -1,0 +1,314 @@
+// Attention kernels (attention.h). Layout of one block (AttentionPlan, tiles.h): `warps` warps,
+// each owning `rows_per_warp` query rows; lane l holds head-dim elements l, l + 32, ... of each
+// row's q and output accumulator in registers, so shared-memory reads of a K/V row by a warp are
+// conflict-free. Scores of the current key tile go to a per-row shared buffer (written by lane 0
+// after the warp reduction, read by all lanes after __syncwarp).
+#include "kernels/cuda/attention.h"
+
+#include <cmath>
+#include <string>
+
+namespace g4::cuda {
+namespace {
+
+Status LaunchStatus(const char* what) {
+  const cudaError_t e = cudaGetLastError();
+  if (e == cudaSuccess) return Status::Ok();
+  return Internal(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+struct AttnParams {
+  const float* q;
+  const float* k;
+  const float* v;
+  const int32_t* q_pos;
+  const int32_t* k_pos;
+  int64_t T, S, n_heads, n_kv, hd, group, rows_total;
+  int32_t window;
+  float scale;
+  float* out;
+  int bc;
+  int64_t chunk;     // keys per split (a multiple of bc)
+  int splits;        // 1: write `out`; > 1: write the partial states below
+  float* part_m;     // [splits, n_kv * rows_total] running max (-inf: saw nothing)
+  float* part_l;     // [splits, n_kv * rows_total] softmax denominator
+  float* part_acc;   // [splits, n_kv * rows_total, hd] unnormalized output
+};
+
+// kPerLane: head_dim / 32 upper bound (registers are indexed statically; lanes skip i >= hd/32).
+template <int kPerLane, int kRows>
+__global__ void __launch_bounds__(kAttentionWarps * 32) AttnKernel(AttnParams p) {
+  extern __shared__ __align__(16) float smem[];
+  const int hd = static_cast<int>(p.hd), per_lane = hd / 32, bc = p.bc;
+  float* ks = smem;              // [bc, hd]
+  float* vs = ks + bc * hd;      // [bc, hd]
+  float* scores = vs + bc * hd;  // [warps * kRows, bc]
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int64_t kvh = blockIdx.y;
+  const int split = static_cast<int>(blockIdx.z);
+  const int64_t row0 = (static_cast<int64_t>(blockIdx.x) * kAttentionWarps + warp) * kRows;
+
+  float qr[kRows][kPerLane], acc[kRows][kPerLane], m[kRows], l[kRows];
+  int32_t qp[kRows];
+  int64_t t_of[kRows], h_of[kRows];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    const int64_t row = row0 + r;
+    const bool valid = row < p.rows_total;
+    t_of[r] = valid ? row / p.group : 0;
+    h_of[r] = kvh * p.group + (valid ? row % p.group : 0);
+    qp[r] = valid ? p.q_pos[t_of[r]] : 0;
+    m[r] = -INFINITY;
+    l[r] = 0.0f;
+    const float* qrow = p.q + (t_of[r] * p.n_heads + h_of[r]) * p.hd;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      qr[r][i] = (valid && i < per_lane) ? qrow[lane + 32 * i] : 0.0f;
+      acc[r][i] = 0.0f;
+    }
+  }
+
+  const int64_t s_begin = static_cast<int64_t>(split) * p.chunk;
+  const int64_t s_end = s_begin + p.chunk < p.S ? s_begin + p.chunk : p.S;
+  for (int64_t s0 = s_begin; s0 < s_end; s0 += bc) {
+    const int n_keys = static_cast<int>(s_end - s0 < bc ? s_end - s0 : bc);
+    __syncthreads();  // the previous tile is consumed
+    for (int idx = tid; idx < n_keys * hd; idx += kAttentionWarps * 32) {
+      const int c = idx / hd, d = idx % hd;
+      const int64_t g = ((s0 + c) * p.n_kv + kvh) * p.hd + d;
+      ks[idx] = p.k[g];
+      vs[idx] = p.v[g];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      if (row0 + r >= p.rows_total) continue;  // warp-uniform
+      float* sc = scores + (warp * kRows + r) * bc;
+      float tile_max = -INFINITY;
+      for (int c = 0; c < n_keys; ++c) {
+        const int32_t kp = p.k_pos[s0 + c];
+        const bool visible =
+            kp >= 0 && kp <= qp[r] && (p.window <= 0 || qp[r] - kp < p.window);
+        float s = -INFINITY;
+        if (visible) {  // warp-uniform: every lane sees the same positions
+          float part = 0.0f;
+#pragma unroll
+          for (int i = 0; i < kPerLane; ++i) {
+            if (i < per_lane) part += qr[r][i] * ks[c * hd + lane + 32 * i];
+          }
+          for (int off = 16; off > 0; off /= 2) part += __shfl_xor_sync(0xffffffffu, part, off);
+          s = part * p.scale;
+        }
+        if (lane == 0) sc[c] = s;
+        tile_max = fmaxf(tile_max, s);
+      }
+      __syncwarp();
+      if (tile_max == -INFINITY) continue;  // nothing visible in this tile
+      const float m_new = fmaxf(m[r], tile_max);
+      const float corr = expf(m[r] - m_new);  // m[r] = -inf: 0, and acc, l are 0 anyway
+      l[r] *= corr;
+#pragma unroll
+      for (int i = 0; i < kPerLane; ++i) acc[r][i] *= corr;
+      for (int c = 0; c < n_keys; ++c) {
+        const float s = sc[c];
+        if (s == -INFINITY) continue;
+        const float pr = expf(s - m_new);
+        l[r] += pr;
+#pragma unroll
+        for (int i = 0; i < kPerLane; ++i) {
+          if (i < per_lane) acc[r][i] += pr * vs[c * hd + lane + 32 * i];
+        }
+      }
+      m[r] = m_new;
+      __syncwarp();  // every lane has read sc before lane 0 rewrites it for the next tile
+    }
+  }
+
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    const int64_t row = row0 + r;
+    if (row >= p.rows_total) continue;
+    if (p.splits == 1) {
+      float* o = p.out + (t_of[r] * p.n_heads + h_of[r]) * p.hd;
+      const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
+#pragma unroll
+      for (int i = 0; i < kPerLane; ++i) {
+        if (i < per_lane) o[lane + 32 * i] = l[r] > 0.0f ? acc[r][i] * inv : 0.0f;
+      }
+    } else {
+      const int64_t gi = static_cast<int64_t>(split) * p.n_kv * p.rows_total +
+                         kvh * p.rows_total + row;
+      if (lane == 0) {
+        p.part_m[gi] = m[r];
+        p.part_l[gi] = l[r];
+      }
+#pragma unroll
+      for (int i = 0; i < kPerLane; ++i) {
+        if (i < per_lane) p.part_acc[gi * p.hd + lane + 32 * i] = acc[r][i];
+      }
+    }
+  }
+}
+
+// Merges the key splits of one row per warp: out = sum_s acc_s e^(m_s - M) / sum_s l_s e^(m_s - M)
+// with M the largest m_s over splits that saw a key; zeros when none did.
+__global__ void AttnCombineKernel(AttnParams p) {
+  const int lane = threadIdx.x % 32;
+  const int64_t rows = p.n_kv * p.rows_total;
+  const int64_t gi = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  if (gi >= rows) return;
+  const int64_t kvh = gi / p.rows_total, row = gi % p.rows_total;
+  const int64_t t = row / p.group, h = kvh * p.group + row % p.group;
+  float M = -INFINITY;
+  for (int s = 0; s < p.splits; ++s) {
+    if (p.part_l[s * rows + gi] > 0.0f) M = fmaxf(M, p.part_m[s * rows + gi]);
+  }
+  float L = 0.0f;
+  if (M != -INFINITY) {
+    for (int s = 0; s < p.splits; ++s) {
+      const float ls = p.part_l[s * rows + gi];
+      if (ls > 0.0f) L += ls * expf(p.part_m[s * rows + gi] - M);
+    }
+  }
+  float* o = p.out + (t * p.n_heads + h) * p.hd;
+  for (int64_t d = lane; d < p.hd; d += 32) {
+    float v = 0.0f;
+    if (L > 0.0f) {
+      for (int s = 0; s < p.splits; ++s) {
+        const float ls = p.part_l[s * rows + gi];
+        if (ls > 0.0f) v += p.part_acc[(s * rows + gi) * p.hd + d] * expf(p.part_m[s * rows + gi] - M);
+      }
+      v /= L;
+    }
+    o[d] = v;
+  }
+}
+
+Status CheckArgs(const AttentionArgs& a) {
+  if (a.T < 0 || a.S < 0 || a.n_heads <= 0 || a.n_kv_heads <= 0 || a.head_dim <= 0 ||
+      a.n_heads % a.n_kv_heads != 0) {
+    return InvalidArgument("AttentionDevice: bad shape T=" + std::to_string(a.T) + " S=" +
+                           std::to_string(a.S) + " n_heads=" + std::to_string(a.n_heads) +
+                           " n_kv_heads=" + std::to_string(a.n_kv_heads) + " head_dim=" +
+                           std::to_string(a.head_dim));
+  }
+  if (a.T > 0 && (a.q == nullptr || a.q_pos == nullptr || a.out == nullptr ||
+                  (a.S > 0 && (a.k == nullptr || a.v == nullptr || a.k_pos == nullptr)))) {
+    return InvalidArgument("AttentionDevice: null device pointer");
+  }
+  return Status::Ok();
+}
+
+template <int kPerLane, int kRows>
+Status Launch(const AttnParams& p, const AttentionPlan& plan, int64_t row_tiles,
+              cudaStream_t stream) {
+  auto kernel = AttnKernel<kPerLane, kRows>;
+  if (plan.smem_bytes > 48 * 1024 || plan.needs_optin) {
+    const cudaError_t e = cudaFuncSetAttribute(
+        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(plan.smem_bytes));
+    if (e != cudaSuccess) {
+      return Internal("attention: cannot opt in to " + std::to_string(plan.smem_bytes) +
+                      " bytes of shared memory: " + cudaGetErrorString(e));
+    }
+  }
+  const dim3 grid(static_cast<unsigned>(row_tiles), static_cast<unsigned>(p.n_kv),
+                  static_cast<unsigned>(p.splits));
+  kernel<<<grid, kAttentionWarps * 32, static_cast<size_t>(plan.smem_bytes), stream>>>(p);
+  return LaunchStatus("attention launch");
+}
+
+}  // namespace
+
+Status AttentionDeviceWithPlan(const AttentionArgs& a, const AttentionPlan& plan, int splits,
+                               cudaStream_t stream) {
+  G4_RETURN_IF_ERROR(CheckArgs(a));
+  if (plan.head_dim != a.head_dim || plan.warps != kAttentionWarps || plan.bc <= 0 ||
+      plan.smem_bytes != AttentionSmemBytes(plan.head_dim, plan.bc, plan.warps,
+                                            plan.rows_per_warp) ||
+      plan.rows_per_warp != (plan.head_dim <= 256 ? 4 : 2)) {
+    return InvalidArgument("AttentionDevice: plan (head_dim " + std::to_string(plan.head_dim) +
+                           ", bc " + std::to_string(plan.bc) + ") does not match head_dim " +
+                           std::to_string(a.head_dim) + " or the kernel layout");
+  }
+  if (splits < 1) return InvalidArgument("AttentionDevice: splits must be >= 1");
+  if (a.T == 0) return Status::Ok();
+  const size_t out_bytes = static_cast<size_t>(a.T * a.n_heads * a.head_dim) * sizeof(float);
+  if (a.S == 0) {  // no keys: every query sees nothing
+    const cudaError_t e = cudaMemsetAsync(a.out, 0, out_bytes, stream);
+    return e == cudaSuccess ? Status::Ok()
+                            : Internal(std::string("attention memset: ") + cudaGetErrorString(e));
+  }
+
+  AttnParams p{};
+  p.q = a.q;
+  p.k = a.k;
+  p.v = a.v;
+  p.q_pos = a.q_pos;
+  p.k_pos = a.k_pos;
+  p.T = a.T;
+  p.S = a.S;
+  p.n_heads = a.n_heads;
+  p.n_kv = a.n_kv_heads;
+  p.hd = a.head_dim;
+  p.group = a.n_heads / a.n_kv_heads;
+  p.rows_total = a.T * p.group;
+  p.window = a.window;
+  p.scale = a.scale;
+  p.out = a.out;
+  p.bc = plan.bc;
+  // Whole key tiles per split; recount so that no split is empty.
+  const int64_t key_tiles = (a.S + plan.bc - 1) / plan.bc;
+  const int64_t want = splits < key_tiles ? splits : key_tiles;
+  p.chunk = (key_tiles + want - 1) / want * plan.bc;
+  p.splits = static_cast<int>((a.S + p.chunk - 1) / p.chunk);
+  const int64_t row_tiles = (p.rows_total + plan.rows_per_block() - 1) / plan.rows_per_block();
+  if (row_tiles > 0x7fffffff || a.n_kv_heads > 65535) {
+    return InvalidArgument("AttentionDevice: grid too large");
+  }
+
+  void* part = nullptr;
+  const int64_t rows = a.n_kv_heads * p.rows_total;
+  if (p.splits > 1) {
+    const size_t bytes = static_cast<size_t>(p.splits * rows * (2 + a.head_dim)) * sizeof(float);
+    const cudaError_t e = cudaMallocAsync(&part, bytes, stream);
+    if (e != cudaSuccess) {
+      return Internal("attention: cannot allocate " + std::to_string(bytes) +
+                      " bytes of split state: " + cudaGetErrorString(e));
+    }
+    p.part_m = static_cast<float*>(part);
+    p.part_l = p.part_m + p.splits * rows;
+    p.part_acc = p.part_l + p.splits * rows;
+  }
+  const Status st = [&]() -> Status {
+    if (a.head_dim <= 256) {
+      G4_RETURN_IF_ERROR((Launch<8, 4>(p, plan, row_tiles, stream)));
+    } else {
+      G4_RETURN_IF_ERROR((Launch<16, 2>(p, plan, row_tiles, stream)));
+    }
+    if (p.splits == 1) return Status::Ok();
+    constexpr int kCombineWarps = 4;
+    AttnCombineKernel<<<static_cast<unsigned>((rows + kCombineWarps - 1) / kCombineWarps),
+                        kCombineWarps * 32, 0, stream>>>(p);
+    return LaunchStatus("attention combine launch");
+  }();
+  if (part != nullptr) {
+    const cudaError_t e = cudaFreeAsync(part, stream);
+    if (st.ok() && e != cudaSuccess) {
+      return Internal(std::string("attention: cudaFreeAsync: ") + cudaGetErrorString(e));
+    }
+  }
+  return st;
+}
+
+Status AttentionDevice(const AttentionArgs& a, const DeviceLimits& dev, cudaStream_t stream) {
+  G4_RETURN_IF_ERROR(CheckArgs(a));
+  G4_ASSIGN_OR_RETURN(AttentionPlan plan,
+                      ChooseAttentionPlan(a.head_dim, dev.smem_optin, dev.smem_default));
+  const int64_t rows_total = a.T * (a.n_heads / a.n_kv_heads);
+  const int64_t query_blocks =
+      (rows_total + plan.rows_per_block() - 1) / plan.rows_per_block() * a.n_kv_heads;
+  const int splits = AttentionKeySplits(query_blocks, a.S, plan.bc, dev.sm_count);
+  return AttentionDeviceWithPlan(a, plan, splits, stream);
+}
+
+}  // namespace g4::cuda

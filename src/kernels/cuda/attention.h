@@ -1,0 +1,30 @@
+// CUDA attention (ops/attention.h), every pointer in AttentionArgs on the device. Same
+// semantics as ref::Attention: masks from absolute positions (k_pos < 0: empty slot; k_pos <=
+// q_pos; q_pos - k_pos < window when window > 0), GQA head h reads KV head
+// h / (n_heads / n_kv_heads), f32 online softmax, a query that sees no key gets zeros.
+// One kernel serves prefill and decode: a block owns a KV head and a tile of query rows (the
+// (position, head) pairs of that KV head's group, so GQA heads share each K/V tile) and walks
+// keys in shared-memory tiles (AttentionPlan, tiles.h). When the query tiles are too few to fill
+// the device (decode), the keys are split across blocks (flash-decoding) and a second kernel
+// merges the partial softmax states.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "core/status.h"
+#include "kernels/cuda/tiles.h"
+#include "ops/attention.h"
+
+namespace g4::cuda {
+
+// Plans from `dev` (ChooseAttentionPlan; its refusal is returned before any launch) and picks
+// the key splits from dev.sm_count. Launches on `stream` without synchronizing; a split run
+// allocates its partial states with cudaMallocAsync on the same stream.
+Status AttentionDevice(const AttentionArgs& a, const DeviceLimits& dev, cudaStream_t stream);
+
+// With an explicit plan (plan.head_dim must equal a.head_dim) and key split count (>= 1), for
+// tests that must reach small tiles and split runs on any device.
+Status AttentionDeviceWithPlan(const AttentionArgs& a, const AttentionPlan& plan, int splits,
+                               cudaStream_t stream);
+
+}  // namespace g4::cuda

@@ -1,0 +1,250 @@
+// Dense MatMul kernels (matmul.h). Indexing is kept plain on purpose: every tile edge (T, N, K
+// not multiples of anything) is bounds-checked and loads outside the tensor read as zero.
+#include "kernels/cuda/matmul.h"
+
+#include <cuda_fp16.h>
+
+#include <string>
+
+#include "kernels/cuda/matmul_quant.h"
+
+namespace g4::cuda {
+namespace {
+
+Status LaunchStatus(const char* what) {
+  const cudaError_t e = cudaGetLastError();
+  if (e == cudaSuccess) return Status::Ok();
+  return Internal(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+// Weight element loaders: the stored type widened to f32.
+struct F32W {
+  using Elem = float;
+  static __device__ float Load(const Elem* p, int64_t i) { return p[i]; }
+};
+struct Bf16W {
+  using Elem = uint16_t;
+  static __device__ float Load(const Elem* p, int64_t i) {
+    return __uint_as_float(static_cast<uint32_t>(p[i]) << 16);
+  }
+};
+struct F16W {
+  using Elem = uint16_t;
+  static __device__ float Load(const Elem* p, int64_t i) {
+    return __half2float(__ushort_as_half(p[i]));
+  }
+};
+
+// 16 bytes of weights (8 16-bit or 4 f32 elements) widened to f32.
+template <typename WT>
+__device__ void Widen16(const uint4& raw, float* out) {
+  if constexpr (sizeof(typename WT::Elem) == 4) {
+    out[0] = __uint_as_float(raw.x);
+    out[1] = __uint_as_float(raw.y);
+    out[2] = __uint_as_float(raw.z);
+    out[3] = __uint_as_float(raw.w);
+  } else {
+    const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+    const uint16_t* h = reinterpret_cast<const uint16_t*>(words);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) out[e] = WT::Load(h, e);
+  }
+}
+
+constexpr int kGemvWarps = 8;
+
+// y[t, n] for every t < T (<= kGemvMaxT): one warp per weight row n, so the row is read once
+// for all T. `vec`: rows and x are 16-byte aligned with K a multiple of the 16-byte element
+// count, so lanes load 16 bytes at a time; otherwise one element at a time.
+template <typename WT>
+__global__ void DenseGemvKernel(const typename WT::Elem* __restrict__ w, int64_t N, int64_t K,
+                                const float* __restrict__ x, int T, float* __restrict__ y,
+                                bool vec) {
+  constexpr int kVec = 16 / sizeof(typename WT::Elem);
+  const int lane = threadIdx.x % 32;
+  const int64_t n = static_cast<int64_t>(blockIdx.x) * kGemvWarps + threadIdx.x / 32;
+  if (n >= N) return;  // whole warps leave together: no block-wide sync below
+  const typename WT::Elem* row = w + n * K;
+  float acc[kGemvMaxT];
+#pragma unroll
+  for (int t = 0; t < kGemvMaxT; ++t) acc[t] = 0.0f;
+  if (vec) {
+    for (int64_t c = lane; c * kVec < K; c += 32) {
+      const int64_t k = c * kVec;
+      float wv[kVec];
+      Widen16<WT>(*reinterpret_cast<const uint4*>(row + k), wv);
+#pragma unroll
+      for (int t = 0; t < kGemvMaxT; ++t) {
+        if (t >= T) break;
+        const float4* xp = reinterpret_cast<const float4*>(x + t * K + k);
+#pragma unroll
+        for (int q = 0; q < kVec / 4; ++q) {
+          const float4 xv = xp[q];
+          acc[t] += wv[4 * q] * xv.x + wv[4 * q + 1] * xv.y + wv[4 * q + 2] * xv.z +
+                    wv[4 * q + 3] * xv.w;
+        }
+      }
+    }
+  } else {
+    for (int64_t k = lane; k < K; k += 32) {
+      const float wk = WT::Load(row, k);
+#pragma unroll
+      for (int t = 0; t < kGemvMaxT; ++t) {
+        if (t < T) acc[t] += wk * x[t * K + k];
+      }
+    }
+  }
+#pragma unroll
+  for (int t = 0; t < kGemvMaxT; ++t) {
+    float v = acc[t];
+    for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
+    if (lane == 0 && t < T) y[t * N + n] = v;
+  }
+}
+
+// Tiled GEMM: a block computes a 64 x 64 tile of y (64 rows of x by 64 rows of w) with 256
+// threads; thread (ty, tx) owns y rows m0 + ty + 16 i and columns n0 + tx + 16 j (i, j < 4), so
+// neighbouring threads write neighbouring columns. K is walked in steps of 16 through shared
+// memory, stored k-major so the inner loop reads rows of both tiles.
+constexpr int kGemmBM = 64, kGemmBN = 64, kGemmBK = 16;
+
+template <typename WT>
+__global__ void DenseGemmKernel(const typename WT::Elem* __restrict__ w, int64_t N, int64_t K,
+                                const float* __restrict__ x, int64_t T, float* __restrict__ y) {
+  __shared__ float xs[kGemmBK][kGemmBM];
+  __shared__ float ws[kGemmBK][kGemmBN];
+  const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
+  const int64_t m0 = static_cast<int64_t>(blockIdx.y) * kGemmBM;
+  const int64_t n0 = static_cast<int64_t>(blockIdx.x) * kGemmBN;
+  float acc[4][4] = {};
+  for (int64_t k0 = 0; k0 < K; k0 += kGemmBK) {
+    for (int idx = tid; idx < kGemmBM * kGemmBK; idx += 256) {
+      const int r = idx / kGemmBK, kk = idx % kGemmBK;
+      const int64_t t = m0 + r, n = n0 + r, k = k0 + kk;
+      xs[kk][r] = (t < T && k < K) ? x[t * K + k] : 0.0f;
+      ws[kk][r] = (n < N && k < K) ? WT::Load(w, n * K + k) : 0.0f;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < kGemmBK; ++kk) {
+      float a[4], b[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) a[i] = xs[kk][ty + 16 * i];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) b[j] = ws[kk][tx + 16 * j];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] += a[i] * b[j];
+      }
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int64_t t = m0 + ty + 16 * i, n = n0 + tx + 16 * j;
+      if (t < T && n < N) y[t * N + n] = acc[i][j];
+    }
+  }
+}
+
+Status CheckDense(const TensorView& w, const float* x, int64_t T, const float* y) {
+  if (w.shape.size() != 2 || w.dim(0) <= 0 || w.dim(1) <= 0) {
+    return InvalidArgument("MatMulDevice: weight shape " + ShapeToString(w.shape) +
+                           " is not a non-empty [N, K]");
+  }
+  if (w.quantized() || !IsFloat(w.dtype)) {
+    return InvalidArgument(std::string("MatMulDevice: dense path given weight dtype ") +
+                           DTypeName(w.dtype) + (w.quantized() ? " (quantized)" : ""));
+  }
+  if (T < 0) return InvalidArgument("MatMulDevice: T = " + std::to_string(T) + " < 0");
+  if (T > 0 && (w.data == nullptr || x == nullptr || y == nullptr)) {
+    return InvalidArgument("MatMulDevice: null device pointer");
+  }
+  return Status::Ok();
+}
+
+bool Aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+template <typename WT>
+Status LaunchGemv(const TensorView& w, const float* x, int64_t T, float* y, cudaStream_t s) {
+  const int64_t N = w.dim(0), K = w.dim(1);
+  constexpr int64_t kVec = 16 / sizeof(typename WT::Elem);
+  // Row n starts at n * K elements: 16-byte aligned for every n iff the base is and K is a
+  // multiple of the vector width (and likewise for the rows of x).
+  const bool vec = Aligned16(w.data) && Aligned16(x) && K % kVec == 0 && K % 4 == 0;
+  const auto* wp = static_cast<const typename WT::Elem*>(w.data);
+  const unsigned blocks = static_cast<unsigned>((N + kGemvWarps - 1) / kGemvWarps);
+  for (int64_t t0 = 0; t0 < T; t0 += kGemvMaxT) {
+    const int tc = static_cast<int>(T - t0 < kGemvMaxT ? T - t0 : kGemvMaxT);
+    DenseGemvKernel<WT><<<blocks, kGemvWarps * 32, 0, s>>>(wp, N, K, x + t0 * K, tc, y + t0 * N,
+                                                           vec);
+  }
+  return LaunchStatus("dense GEMV launch");
+}
+
+template <typename WT>
+Status LaunchGemm(const TensorView& w, const float* x, int64_t T, float* y, cudaStream_t s) {
+  const int64_t N = w.dim(0), K = w.dim(1);
+  const dim3 grid(static_cast<unsigned>((N + kGemmBN - 1) / kGemmBN),
+                  static_cast<unsigned>((T + kGemmBM - 1) / kGemmBM));
+  if ((T + kGemmBM - 1) / kGemmBM > 65535) {
+    return InvalidArgument("MatMulDevice: T = " + std::to_string(T) + " exceeds the GEMM grid");
+  }
+  DenseGemmKernel<WT><<<grid, 256, 0, s>>>(static_cast<const typename WT::Elem*>(w.data), N, K,
+                                           x, T, y);
+  return LaunchStatus("dense GEMM launch");
+}
+
+template <template <typename> class Fn>
+Status ByDType(const TensorView& w, const float* x, int64_t T, float* y, cudaStream_t s) {
+  switch (w.dtype) {
+    case DType::kF32: return Fn<F32W>::Run(w, x, T, y, s);
+    case DType::kBF16: return Fn<Bf16W>::Run(w, x, T, y, s);
+    case DType::kF16: return Fn<F16W>::Run(w, x, T, y, s);
+    default: return InvalidArgument("MatMulDevice: unsupported weight dtype");
+  }
+}
+template <typename WT>
+struct GemvFn {
+  static Status Run(const TensorView& w, const float* x, int64_t T, float* y, cudaStream_t s) {
+    return LaunchGemv<WT>(w, x, T, y, s);
+  }
+};
+template <typename WT>
+struct GemmFn {
+  static Status Run(const TensorView& w, const float* x, int64_t T, float* y, cudaStream_t s) {
+    return LaunchGemm<WT>(w, x, T, y, s);
+  }
+};
+
+}  // namespace
+
+Status DenseGemvDevice(const TensorView& w, const float* x, int64_t T, float* y,
+                       cudaStream_t stream) {
+  G4_RETURN_IF_ERROR(CheckDense(w, x, T, y));
+  if (T == 0) return Status::Ok();
+  return ByDType<GemvFn>(w, x, T, y, stream);
+}
+
+Status DenseGemmDevice(const TensorView& w, const float* x, int64_t T, float* y,
+                       cudaStream_t stream) {
+  G4_RETURN_IF_ERROR(CheckDense(w, x, T, y));
+  if (T == 0) return Status::Ok();
+  return ByDType<GemmFn>(w, x, T, y, stream);
+}
+
+Status MatMulDevice(const TensorView& w, const float* x, int64_t T, float* y,
+                    const DeviceLimits& dev, cudaStream_t stream) {
+  if (w.quant.kind == QuantKind::kInt4Group) return MatMulInt4Device(w, x, T, y, dev, stream);
+  if (w.quantized()) {
+    return Unimplemented(std::string("MatMulDevice: no CUDA kernel for ") +
+                         QuantKindName(w.quant.kind) + " weights yet");
+  }
+  return T <= kGemvMaxT ? DenseGemvDevice(w, x, T, y, stream)
+                        : DenseGemmDevice(w, x, T, y, stream);
+}
+
+}  // namespace g4::cuda

@@ -1,0 +1,310 @@
+// W4A16 kernels (matmul_quant.h). Every tile edge is bounds-checked: rows past N, x rows past T
+// and elements past K load as zero (a zero x element cancels whatever nibble sits beside it).
+#include "kernels/cuda/matmul_quant.h"
+
+#include <cuda_fp16.h>
+
+#include <string>
+
+#include "kernels/cuda/matmul.h"
+
+namespace g4::cuda {
+namespace {
+
+Status LaunchStatus(const char* what) {
+  const cudaError_t e = cudaGetLastError();
+  if (e == cudaSuccess) return Status::Ok();
+  return Internal(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+enum ScaleType : int { kScaleF32 = 0, kScaleBf16 = 1, kScaleF16 = 2 };
+
+__device__ __forceinline__ float LoadScale(const void* p, int type, int64_t i) {
+  if (type == kScaleF32) return static_cast<const float*>(p)[i];
+  const uint16_t bits = static_cast<const uint16_t*>(p)[i];
+  if (type == kScaleBf16) return __uint_as_float(static_cast<uint32_t>(bits) << 16);
+  return __half2float(__ushort_as_half(bits));
+}
+
+// Element k of a packed row: low nibble for even k, high for odd; stored nibble = q + 8.
+__device__ __forceinline__ int Nibble(uint8_t byte, int64_t k) {
+  return ((k & 1) ? (byte >> 4) : (byte & 0xf)) - 8;
+}
+
+// ---- GEMV ----
+constexpr int kQGemvWarps = 8;
+constexpr int kQChunk = 1024;  // x elements staged per step (32 lanes x 32 nibbles)
+constexpr int kQMaxT = 4;      // x rows per launch: 4 x 1056 floats = 16.5 KiB static smem
+
+// x chunk index with one pad float per 32: lane l reads elements 32 l + e, which would all sit in
+// one bank without the pad.
+__device__ __forceinline__ int XIdx(int kk) { return kk + kk / 32; }
+constexpr int kQChunkPadded = kQChunk + kQChunk / 32;
+
+// One warp per weight row n. kFast: K % 32 == 0, group % 32 == 0, rows 16-byte aligned, so a
+// lane's 32 nibbles are one uint4 load within one group (one scale).
+template <bool kFast>
+__global__ void Int4GemvKernel(const uint8_t* __restrict__ w, int64_t row_bytes,
+                               const void* __restrict__ scales, int scale_type, int64_t N,
+                               int64_t K, int64_t group, const float* __restrict__ x, int T,
+                               float* __restrict__ y) {
+  __shared__ float xs[kQMaxT][kQChunkPadded];
+  const int tid = threadIdx.x, lane = tid % 32;
+  const int64_t n = static_cast<int64_t>(blockIdx.x) * kQGemvWarps + tid / 32;
+  const int64_t groups = K / group;
+  const uint8_t* row = w + n * row_bytes;
+  float acc[kQMaxT] = {};
+  for (int64_t kc = 0; kc < K; kc += kQChunk) {
+    __syncthreads();  // the previous chunk is consumed
+    for (int idx = tid; idx < kQMaxT * kQChunk; idx += kQGemvWarps * 32) {
+      const int t = idx / kQChunk, kk = idx % kQChunk;
+      const int64_t k = kc + kk;
+      xs[t][XIdx(kk)] = (t < T && k < K) ? x[t * K + k] : 0.0f;
+    }
+    __syncthreads();
+    if (n >= N) continue;  // stays in the loop for the barriers
+    if constexpr (kFast) {
+      const int64_t k = kc + 32 * lane;
+      if (k < K) {
+        const uint4 raw = *reinterpret_cast<const uint4*>(row + k / 2);
+        const float s = LoadScale(scales, scale_type, n * groups + k / group);
+        const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+        float part[kQMaxT] = {};
+#pragma unroll
+        for (int wi = 0; wi < 4; ++wi) {
+#pragma unroll
+          for (int j = 0; j < 8; ++j) {
+            const float q = static_cast<float>(static_cast<int>((words[wi] >> (4 * j)) & 0xf) - 8);
+            const int kk = 32 * lane + 8 * wi + j;
+#pragma unroll
+            for (int t = 0; t < kQMaxT; ++t) part[t] += q * xs[t][XIdx(kk)];
+          }
+        }
+#pragma unroll
+        for (int t = 0; t < kQMaxT; ++t) acc[t] += s * part[t];
+      }
+    } else {
+      const int64_t kend = kc + kQChunk < K ? kc + kQChunk : K;
+      for (int64_t k = kc + lane; k < kend; k += 32) {
+        const float wv = static_cast<float>(Nibble(row[k / 2], k)) *
+                         LoadScale(scales, scale_type, n * groups + k / group);
+        const int kk = static_cast<int>(k - kc);
+#pragma unroll
+        for (int t = 0; t < kQMaxT; ++t) acc[t] += wv * xs[t][XIdx(kk)];
+      }
+    }
+  }
+  if (n >= N) return;
+#pragma unroll
+  for (int t = 0; t < kQMaxT; ++t) {
+    float v = acc[t];
+    for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
+    if (lane == 0 && t < T) y[t * N + n] = v;
+  }
+}
+
+// ---- GEMM ----
+// Stage layout (tiles.h, W4A16StageBytes): x [BK][BM] f32 (k-major), scales [BN][slots] f32,
+// packed [BN][BK / 2] bytes. 256 threads as 16 x 16; thread (ty, tx) owns y rows
+// m0 + ty + 16 i (i < BM / 16) and columns n0 + tx + 16 j (j < BN / 16). The K steps rotate
+// through `stages` buffers: step kt + stages - 1 is loaded before step kt is computed. The loads
+// are plain (no cp.async yet), so the ring overlaps only across warps; it is the layout a
+// cp.async pipeline will fill.
+template <int BM, int BN, int BK>
+__global__ void __launch_bounds__(kW4A16Threads)
+    Int4GemmKernel(const uint8_t* __restrict__ w, int64_t row_bytes,
+                   const void* __restrict__ scales, int scale_type, int64_t N, int64_t K,
+                   int64_t group, const float* __restrict__ x, int64_t T, float* __restrict__ y,
+                   int stages, int slots) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  constexpr int MI = BM / 16, NJ = BN / 16, HB = BK / 2;
+  const int stage_bytes = BM * BK * 4 + BN * slots * 4 + BN * HB;
+  const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
+  const int64_t m0 = static_cast<int64_t>(blockIdx.y) * BM;
+  const int64_t n0 = static_cast<int64_t>(blockIdx.x) * BN;
+  const int64_t groups = K / group;
+  const int64_t ksteps = (K + BK - 1) / BK;
+
+  auto xs_of = [&](int b) { return reinterpret_cast<float*>(smem + b * stage_bytes); };
+  auto sc_of = [&](int b) {
+    return reinterpret_cast<float*>(smem + b * stage_bytes + BM * BK * 4);
+  };
+  auto wp_of = [&](int b) {
+    return reinterpret_cast<uint8_t*>(smem + b * stage_bytes + BM * BK * 4 + BN * slots * 4);
+  };
+  auto load = [&](int64_t kt) {
+    const int b = static_cast<int>(kt % stages);
+    const int64_t k0 = kt * BK;
+    float* xs = xs_of(b);
+    float* sc = sc_of(b);
+    uint8_t* wp = wp_of(b);
+    for (int idx = tid; idx < BM * BK; idx += kW4A16Threads) {
+      const int r = idx / BK, kk = idx % BK;
+      const int64_t t = m0 + r, k = k0 + kk;
+      xs[kk * BM + r] = (t < T && k < K) ? x[t * K + k] : 0.0f;
+    }
+    const int64_t g0 = k0 / group;
+    for (int idx = tid; idx < BN * slots; idx += kW4A16Threads) {
+      const int c = idx / slots, s = idx % slots;
+      const int64_t n = n0 + c, g = g0 + s;
+      sc[idx] = (n < N && g < groups) ? LoadScale(scales, scale_type, n * groups + g) : 0.0f;
+    }
+    for (int idx = tid; idx < BN * HB; idx += kW4A16Threads) {
+      const int c = idx / HB, b2 = idx % HB;
+      const int64_t n = n0 + c, kb = k0 / 2 + b2;  // k0 is even: BK is
+      wp[idx] = (n < N && 2 * kb < K) ? w[n * row_bytes + kb] : 0;
+    }
+  };
+
+  float acc[MI][NJ] = {};
+  for (int64_t kt = 0; kt < stages - 1 && kt < ksteps; ++kt) load(kt);
+  for (int64_t kt = 0; kt < ksteps; ++kt) {
+    if (kt + stages - 1 < ksteps) load(kt + stages - 1);  // into the buffer freed at kt - 1
+    __syncthreads();
+    const int b = static_cast<int>(kt % stages);
+    const float* xs = xs_of(b);
+    const float* sc = sc_of(b);
+    const uint8_t* wp = wp_of(b);
+    const int64_t k0 = kt * BK, g0 = k0 / group;
+#pragma unroll 4
+    for (int kk = 0; kk < BK; ++kk) {
+      const int slot = static_cast<int>((k0 + kk) / group - g0);
+      float a[MI], bw[NJ];
+#pragma unroll
+      for (int i = 0; i < MI; ++i) a[i] = xs[kk * BM + ty + 16 * i];
+#pragma unroll
+      for (int j = 0; j < NJ; ++j) {
+        const int c = tx + 16 * j;
+        bw[j] = static_cast<float>(Nibble(wp[c * HB + kk / 2], kk)) * sc[c * slots + slot];
+      }
+#pragma unroll
+      for (int i = 0; i < MI; ++i) {
+#pragma unroll
+        for (int j = 0; j < NJ; ++j) acc[i][j] += a[i] * bw[j];
+      }
+    }
+    __syncthreads();  // buffer b is reloaded at step kt + 1
+  }
+#pragma unroll
+  for (int i = 0; i < MI; ++i) {
+#pragma unroll
+    for (int j = 0; j < NJ; ++j) {
+      const int64_t t = m0 + ty + 16 * i, n = n0 + tx + 16 * j;
+      if (t < T && n < N) y[t * N + n] = acc[i][j];
+    }
+  }
+}
+
+Status CheckInt4(const TensorView& w, const float* x, int64_t T, const float* y) {
+  if (w.quant.kind != QuantKind::kInt4Group || w.shape.size() != 2 || w.dim(0) <= 0 ||
+      w.dim(1) <= 0) {
+    return InvalidArgument("MatMulInt4Device: weight " + ShapeToString(w.shape) +
+                           " is not a non-empty int4 [N, K]");
+  }
+  const int64_t K = w.dim(1), G = w.quant.group_size;
+  if (G <= 0 || K % G != 0) {
+    return InvalidArgument("MatMulInt4Device: group size " + std::to_string(G) +
+                           " does not divide K = " + std::to_string(K));
+  }
+  if (w.quant.row_bytes < (K + 1) / 2) {
+    return InvalidArgument("MatMulInt4Device: row_bytes " + std::to_string(w.quant.row_bytes) +
+                           " < ceil(K / 2) = " + std::to_string((K + 1) / 2));
+  }
+  if (!IsFloat(w.quant.scale_dtype) || w.quant.scales == nullptr) {
+    return InvalidArgument("MatMulInt4Device: scales must be F32/BF16/F16 and present");
+  }
+  if (T < 0) return InvalidArgument("MatMulInt4Device: T = " + std::to_string(T) + " < 0");
+  if (T > 0 && (w.data == nullptr || x == nullptr || y == nullptr)) {
+    return InvalidArgument("MatMulInt4Device: null device pointer");
+  }
+  return Status::Ok();
+}
+
+int ScaleTypeOf(DType t) {
+  return t == DType::kF32 ? kScaleF32 : t == DType::kBF16 ? kScaleBf16 : kScaleF16;
+}
+
+template <int BM, int BN, int BK>
+Status LaunchGemm(const TensorView& w, const float* x, int64_t T, float* y, const W4A16Tile& tile,
+                  cudaStream_t s) {
+  const int64_t N = w.dim(0), K = w.dim(1), G = w.quant.group_size;
+  const int64_t slots = W4A16ScaleSlots(BK, G);
+  const int64_t smem = W4A16TileSmemBytes(BM, BN, BK, tile.stages, G);
+  if (smem != tile.smem_bytes) {
+    return Internal("W4A16 GEMM: tile records " + std::to_string(tile.smem_bytes) +
+                    " bytes of shared memory, the layout needs " + std::to_string(smem));
+  }
+  if ((T + BM - 1) / BM > 65535) {
+    return InvalidArgument("MatMulInt4Device: T = " + std::to_string(T) + " exceeds the grid");
+  }
+  auto kernel = Int4GemmKernel<BM, BN, BK>;
+  // Dynamic shared memory above the 48 KiB default must be opted in to before the launch.
+  if (smem > 48 * 1024 || tile.needs_optin) {
+    const cudaError_t e = cudaFuncSetAttribute(
+        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+    if (e != cudaSuccess) {
+      return Internal("W4A16 GEMM: cannot opt in to " + std::to_string(smem) +
+                      " bytes of shared memory: " + cudaGetErrorString(e));
+    }
+  }
+  const dim3 grid(static_cast<unsigned>((N + BN - 1) / BN), static_cast<unsigned>((T + BM - 1) / BM));
+  kernel<<<grid, kW4A16Threads, static_cast<size_t>(smem), s>>>(
+      static_cast<const uint8_t*>(w.data), w.quant.row_bytes, w.quant.scales,
+      ScaleTypeOf(w.quant.scale_dtype), N, K, G, x, T, y, tile.stages, static_cast<int>(slots));
+  return LaunchStatus("W4A16 GEMM launch");
+}
+
+}  // namespace
+
+Status Int4GemvDevice(const TensorView& w, const float* x, int64_t T, float* y,
+                      cudaStream_t stream) {
+  G4_RETURN_IF_ERROR(CheckInt4(w, x, T, y));
+  if (T == 0) return Status::Ok();
+  const int64_t N = w.dim(0), K = w.dim(1), G = w.quant.group_size;
+  const bool fast = K % 32 == 0 && G % 32 == 0 && w.quant.row_bytes % 16 == 0 &&
+                    reinterpret_cast<uintptr_t>(w.data) % 16 == 0;
+  const unsigned blocks = static_cast<unsigned>((N + kQGemvWarps - 1) / kQGemvWarps);
+  const auto* wp = static_cast<const uint8_t*>(w.data);
+  const int st = ScaleTypeOf(w.quant.scale_dtype);
+  for (int64_t t0 = 0; t0 < T; t0 += kQMaxT) {
+    const int tc = static_cast<int>(T - t0 < kQMaxT ? T - t0 : kQMaxT);
+    if (fast) {
+      Int4GemvKernel<true><<<blocks, kQGemvWarps * 32, 0, stream>>>(
+          wp, w.quant.row_bytes, w.quant.scales, st, N, K, G, x + t0 * K, tc, y + t0 * N);
+    } else {
+      Int4GemvKernel<false><<<blocks, kQGemvWarps * 32, 0, stream>>>(
+          wp, w.quant.row_bytes, w.quant.scales, st, N, K, G, x + t0 * K, tc, y + t0 * N);
+    }
+  }
+  return LaunchStatus("W4A16 GEMV launch");
+}
+
+Status Int4GemmDevice(const TensorView& w, const float* x, int64_t T, float* y,
+                      const W4A16Tile& tile, cudaStream_t stream) {
+  G4_RETURN_IF_ERROR(CheckInt4(w, x, T, y));
+  if (tile.stages < 1) return InvalidArgument("W4A16 GEMM: tile has no stages");
+  if (T == 0) return Status::Ok();
+  if (tile.bk == 64 && tile.bm == 128 && tile.bn == 128) {
+    return LaunchGemm<128, 128, 64>(w, x, T, y, tile, stream);
+  }
+  if (tile.bk == 64 && tile.bm == 64 && tile.bn == 128) {
+    return LaunchGemm<64, 128, 64>(w, x, T, y, tile, stream);
+  }
+  if (tile.bk == 64 && tile.bm == 64 && tile.bn == 64) {
+    return LaunchGemm<64, 64, 64>(w, x, T, y, tile, stream);
+  }
+  return InvalidArgument("W4A16 GEMM: no kernel for tile " + std::to_string(tile.bm) + "x" +
+                         std::to_string(tile.bn) + "x" + std::to_string(tile.bk));
+}
+
+Status MatMulInt4Device(const TensorView& w, const float* x, int64_t T, float* y,
+                        const DeviceLimits& dev, cudaStream_t stream) {
+  G4_RETURN_IF_ERROR(CheckInt4(w, x, T, y));
+  if (T <= kGemvMaxT) return Int4GemvDevice(w, x, T, y, stream);
+  // The refusal (a device too small for every tile) comes here, before anything is launched.
+  G4_ASSIGN_OR_RETURN(W4A16Tile tile, ChooseW4A16Tile(dev.smem_optin, dev.smem_default, dev.cc,
+                                                      w.dim(1), w.quant.group_size));
+  return Int4GemmDevice(w, x, T, y, tile, stream);
+}
+
+}  // namespace g4::cuda

@@ -1,0 +1,184 @@
+// CUDA attention (kernels/cuda/attention.h) against ref::Attention: head dims 256 and 512 (and
+// 32, 96 for odd multiples of 32), GQA (8 query heads on 2 KV heads), MQA, sliding windows,
+// empty slots (k_pos < 0), ring-ordered slots (positions not sorted), queries that see no key
+// (zeros), decode (T = 1) and prefill (T = 37). Each case runs with the device's own plan and
+// split choice, and with forced small key tiles (bc = 8) at 1, 3 and 7 key splits so that the
+// tile loop, the partial states and the merge pass are all reached on any device.
+// Tolerance: |out - ref| <= 2e-5 (values in [-1, 1], softmax in f32 with expf, ref in f64).
+// The refusal on a device too small for any plan is checked without a GPU.
+#include "kernels/cuda/attention.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kernels/cuda/heavy_test_util.h"
+#include "kernels/ref/kernels.h"
+
+namespace g4::cuda {
+namespace {
+
+using testing::DeviceBytes;
+using testing::SyncOrFail;
+using testing::Upload;
+
+struct AttnCase {
+  std::string name;
+  int64_t T, S, n_heads, n_kv_heads, head_dim;
+  int32_t window;
+  std::vector<int32_t> q_pos, k_pos;  // empty: filled by Fill()
+};
+
+std::vector<float> Random(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& f : v) f = d(rng);
+  return v;
+}
+
+// Decode/prefill at the end of the cache: keys at 0..S-1, queries at the last T positions.
+void Fill(AttnCase& c) {
+  if (c.k_pos.empty()) {
+    for (int64_t s = 0; s < c.S; ++s) c.k_pos.push_back(static_cast<int32_t>(s));
+  }
+  if (c.q_pos.empty()) {
+    for (int64_t t = 0; t < c.T; ++t) c.q_pos.push_back(static_cast<int32_t>(c.S - c.T + t));
+  }
+}
+
+std::vector<AttnCase> Cases() {
+  std::vector<AttnCase> cases;
+  cases.push_back({"decode hd256 gqa", 1, 77, 8, 2, 256, 0, {}, {}});
+  cases.push_back({"decode hd512 mqa", 1, 129, 4, 1, 512, 0, {}, {}});
+  cases.push_back({"prefill hd256 gqa window", 37, 37, 8, 2, 256, 16, {}, {}});
+  cases.push_back({"prefill hd512 gqa", 37, 45, 4, 2, 512, 0, {}, {}});
+  cases.push_back({"prefill hd512 window 5", 11, 40, 2, 1, 512, 5, {}, {}});
+  cases.push_back({"hd32 mha", 5, 19, 3, 3, 32, 0, {}, {}});
+  cases.push_back({"hd96 gqa window", 9, 33, 6, 2, 96, 7, {}, {}});
+  {
+    // A sliding ring: slot s holds position 40 + ((s + 5) % 12) for slots 0..11, slots 12..15
+    // empty; queries at 50 and 51 with window 8; a third query at 3 sees nothing (zeros).
+    AttnCase c{"ring with empty slots", 3, 16, 4, 2, 256, 8, {50, 51, 3}, {}};
+    for (int s = 0; s < 16; ++s) c.k_pos.push_back(s < 12 ? 40 + (s + 5) % 12 : -1);
+    cases.push_back(c);
+  }
+  {
+    // Every slot empty: all outputs zero.
+    AttnCase c{"all slots empty", 2, 9, 2, 1, 512, 0, {4, 5}, {}};
+    for (int s = 0; s < 9; ++s) c.k_pos.push_back(-1);
+    cases.push_back(c);
+  }
+  for (AttnCase& c : cases) Fill(c);
+  return cases;
+}
+
+AttentionPlan SmallPlan(int64_t head_dim, const DeviceLimits& dev) {
+  AttentionPlan p;
+  p.head_dim = static_cast<int>(head_dim);
+  p.bc = 8;
+  p.warps = kAttentionWarps;
+  p.rows_per_warp = head_dim <= 256 ? 4 : 2;
+  p.smem_bytes = AttentionSmemBytes(head_dim, p.bc, p.warps, p.rows_per_warp);
+  p.needs_optin = p.smem_bytes > dev.smem_default;
+  return p;
+}
+
+TEST(CudaAttentionTest, MatchesReference) {
+  G4_SKIP_WITHOUT_GPU(dev);
+  ThreadPool pool(1);
+  for (const AttnCase& c : Cases()) {
+    const int64_t qn = c.T * c.n_heads * c.head_dim, kn = c.S * c.n_kv_heads * c.head_dim;
+    const std::vector<float> q = Random(qn, 1), k = Random(kn, 2), v = Random(kn, 3);
+    AttentionArgs h;
+    h.q = q.data();
+    h.k = k.data();
+    h.v = v.data();
+    h.q_pos = c.q_pos.data();
+    h.k_pos = c.k_pos.data();
+    h.T = c.T, h.S = c.S, h.n_heads = c.n_heads, h.n_kv_heads = c.n_kv_heads;
+    h.head_dim = c.head_dim;
+    h.window = c.window;
+    h.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+    std::vector<float> ref(static_cast<size_t>(qn));
+    h.out = ref.data();
+    ref::Attention(pool, h);
+
+    DeviceBytes dq = Upload(q), dk = Upload(k), dv = Upload(v), dqp = Upload(c.q_pos),
+                dkp = Upload(c.k_pos), dout(static_cast<size_t>(qn) * 4);
+    AttentionArgs a = h;
+    a.q = dq.as<float>();
+    a.k = dk.as<float>();
+    a.v = dv.as<float>();
+    a.q_pos = dqp.as<int32_t>();
+    a.k_pos = dkp.as<int32_t>();
+    a.out = dout.as<float>();
+    auto check = [&](const std::string& what, const Status& st) {
+      SCOPED_TRACE(c.name + ": " + what);
+      ASSERT_TRUE(st.ok()) << st.ToString();
+      SyncOrFail();
+      const std::vector<float> out = dout.Download<float>(static_cast<size_t>(qn));
+      for (int64_t i = 0; i < qn; ++i) {
+        ASSERT_NEAR(out[i], ref[i], 2e-5) << "element " << i << " (t=" << i / (c.n_heads * c.head_dim)
+                                          << ")";
+      }
+      // Poison the output so the next run cannot pass on this run's values.
+      ASSERT_EQ(cudaMemset(dout.get(), 0x7f, static_cast<size_t>(qn) * 4), cudaSuccess);
+    };
+    check("device plan", AttentionDevice(a, dev, nullptr));
+    for (int splits : {1, 3, 7}) {
+      check("bc 8, splits " + std::to_string(splits),
+            AttentionDeviceWithPlan(a, SmallPlan(c.head_dim, dev), splits, nullptr));
+    }
+  }
+}
+
+TEST(CudaAttentionTest, TooSmallDeviceIsRefusedBeforeAnyLaunch) {
+  float buf[8] = {};
+  int32_t pos[1] = {0};
+  AttentionArgs a;
+  a.q = a.k = a.v = buf;
+  a.out = buf;
+  a.q_pos = a.k_pos = pos;
+  a.T = a.S = 1;
+  a.n_heads = a.n_kv_heads = 1;
+  a.head_dim = 512;
+  DeviceLimits tiny;
+  tiny.cc = 80;
+  tiny.sm_count = 1;
+  tiny.smem_default = tiny.smem_optin = 16 * 1024;
+  const Status st = AttentionDevice(a, tiny, nullptr);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.message(), "attention tile needs required = " +
+                              std::to_string(AttentionSmemBytes(512, 8, 4, 2)) +
+                              " bytes of shared memory per block, available = 16384 (device "
+                              "opt-in limit)");
+}
+
+TEST(CudaAttentionTest, BadArgsAreInvalidArguments) {
+  float buf[8] = {};
+  int32_t pos[1] = {0};
+  AttentionArgs a;
+  a.q = a.k = a.v = a.out = buf;
+  a.q_pos = a.k_pos = pos;
+  a.T = a.S = 1;
+  a.n_heads = 3;
+  a.n_kv_heads = 2;  // 3 % 2 != 0
+  a.head_dim = 256;
+  DeviceLimits dev;
+  dev.smem_default = dev.smem_optin = 1 << 20;
+  EXPECT_EQ(AttentionDevice(a, dev, nullptr).code(), StatusCode::kInvalidArgument);
+  a.n_heads = 2;
+  a.head_dim = 100;  // not a multiple of 32
+  EXPECT_EQ(AttentionDevice(a, dev, nullptr).code(), StatusCode::kInvalidArgument);
+  a.head_dim = 256;
+  AttentionPlan wrong = SmallPlan(512, dev);  // plan for another head_dim
+  EXPECT_EQ(AttentionDeviceWithPlan(a, wrong, 1, nullptr).code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace g4::cuda
