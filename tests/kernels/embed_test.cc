@@ -12,6 +12,7 @@
 
 #include "gtest/gtest.h"
 #include "kernels/cpu/kernels.h"
+#include "kernels/gguf_test_util.h"
 #include "kernels/ref/kernels.h"
 #include "kernels/test_util.h"
 
@@ -63,6 +64,52 @@ INSTANTIATE_TEST_SUITE_P(DTypesPoolsTargets, EmbedTest,
                            return std::string(DTypeName(std::get<0>(info.param))) + "_threads" +
                                   std::to_string(std::get<1>(info.param)) + "_" +
                                   std::get<2>(info.param);
+                         });
+
+// GGUF block tables (token_embd / per_layer_token_embd are Q6_K in Google's QAT GGUFs; Q8_0 and
+// Q4_0 in community files): every kind, rows of 1 and several blocks, boundary and repeated ids,
+// misaligned tables, every target; exact, since both dequantize with core/gguf_blocks.h and
+// round the same f32 product.
+class GgufEmbedTest : public ::testing::TestWithParam<std::tuple<QuantKind, std::string>> {};
+
+TEST_P(GgufEmbedTest, MatchesRefExactly) {
+  const auto [kind, target] = GetParam();
+  const testing::ScopedTarget scoped_target(target);
+  ASSERT_TRUE(scoped_target.ok()) << target;
+  ThreadPool pool(3);
+  const int64_t elems = GgufBlockFormat(kind).elems;
+  uint32_t seed = 1;
+  for (int64_t D : {elems, 6 * elems}) {
+    for (int64_t T : {1, 3, 17}) {
+      for (bool misalign : {false, true}) {
+        SCOPED_TRACE("D=" + std::to_string(D) + " T=" + std::to_string(T) + " misalign=" + std::to_string(misalign));
+        const int64_t V = 37;
+        const testing::GgufTensor table(kind, V, D, misalign, seed++);
+        std::mt19937 rng(seed++);
+        std::vector<int32_t> ids(static_cast<size_t>(T));
+        for (auto& id : ids) id = static_cast<int32_t>(rng() % V);
+        ids[0] = V - 1;
+        if (T > 2) ids[2] = 0;
+        if (T > 1) ids[T - 1] = ids[0];
+        const float scale = std::sqrt(static_cast<float>(D));
+        FloatBuffer out(T * D, misalign);
+        std::vector<float> ref(static_cast<size_t>(T * D));
+        cpu::Embed(pool, table.view(), ids.data(), T, scale, out.data());
+        ref::Embed(pool, table.view(), ids.data(), T, scale, ref.data());
+        const std::vector<float> got = out.ToVector(T * D);
+        ASSERT_EQ(0, std::memcmp(got.data(), ref.data(), got.size() * sizeof(float)));
+        // And the values are the table's: row ids[0] dequantized, times scale.
+        EXPECT_EQ(got[D - 1], table.view().at(ids[0] * D + D - 1) * scale);
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(KindsTargets, GgufEmbedTest,
+                         ::testing::Combine(::testing::ValuesIn(testing::kGgufKinds),
+                                            ::testing::ValuesIn(testing::Targets())),
+                         [](const auto& info) {
+                           return std::string(QuantKindName(std::get<0>(info.param))) + "_" + std::get<1>(info.param);
                          });
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/gguf_blocks.h"
 #include "kernels/cpu/kernels.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -80,8 +81,34 @@ namespace g4::cpu {
 
 HWY_EXPORT(EmbedImpl);
 
+namespace {
+
+// GGUF block tables (token_embd / per_layer_token_embd, Q6_K in Google's QAT GGUFs): each
+// gathered row is dequantized by the reference block code (core/gguf_blocks.h; a row is a few
+// thousand elements per token, not worth SIMD) and scaled in f32, as ref::Embed computes it.
+void EmbedGguf(ThreadPool& pool, const TensorView& table, const int32_t* ids, int64_t T, float scale,
+               float* out) {
+  const int64_t D = table.dim(1);
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(1, D));
+  pool.ParallelFor(T, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      float* o = out + t * D;
+      DequantizeGgufRow(table.quant.kind,
+                        static_cast<const uint8_t*>(table.data) + static_cast<int64_t>(ids[t]) * table.quant.row_bytes,
+                        D, o);
+      for (int64_t d = 0; d < D; ++d) o[d] *= scale;
+    }
+  });
+}
+
+}  // namespace
+
 void Embed(ThreadPool& pool, const TensorView& table, const int32_t* ids, int64_t T, float scale,
            float* out) {
+  if (IsGgufBlock(table.quant.kind)) {
+    EmbedGguf(pool, table, ids, T, scale, out);
+    return;
+  }
   HWY_DYNAMIC_DISPATCH(EmbedImpl)(pool, table, ids, T, scale, out);
 }
 

@@ -37,6 +37,8 @@ double MeasureFmaPeak(ThreadPool& pool, double seconds);
 void MatMul(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y);
 // MatMul for quantized w (w.quantized()); MatMul calls it. Exposed for tests and benchmarks.
 void QuantMatMul(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y);
+// MatMul for GGUF block weights (IsGgufBlock(w.quant.kind), matmul_gguf.cc); MatMul calls it.
+void GgufMatMul(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y);
 void RmsNorm(ThreadPool& pool, const float* x, const TensorView& w, int64_t R, int64_t D, float eps,
              float* out);
 void Attention(ThreadPool& pool, const AttentionArgs& a);

@@ -115,6 +115,10 @@ namespace g4::cpu {
 HWY_EXPORT(MatMulImpl);
 
 void MatMul(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y) {
+  if (IsGgufBlock(w.quant.kind)) {  // GGUF blocks: matmul_gguf.cc
+    GgufMatMul(pool, w, x, T, y);
+    return;
+  }
   if (w.quantized()) {  // int4 / int8 groups: matmul_quant.cc
     QuantMatMul(pool, w, x, T, y);
     return;

@@ -1,0 +1,140 @@
+// g4::cpu::MatMul on GGUF block weights (matmul_gguf.cc) against g4::ref::MatMul, which
+// dequantizes block by block with core/gguf_blocks.h: every kind, every compiled SIMD target,
+// random blocks (gguf_test_util.h), odd N (tails of the 4-row tiles), K of 1 .. 48 blocks,
+// T = 1 (fused decode) and T = 3, 7 (dequantized panels), misaligned weights and x, pools of 1
+// and 3 threads, and the E2B widths.
+// Tolerance as for float weights (matmul_test.cc): |y - ref| <= 1e-5 * sum_k |x_k w_k|; the
+// kernels' dequantized values differ from the reference's by at most an f32 rounding (fused
+// multiply-adds), so the difference is f32 accumulation.
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/gguf_blocks.h"
+#include "gtest/gtest.h"
+#include "kernels/cpu/kernels.h"
+#include "kernels/gguf_test_util.h"
+#include "kernels/ref/kernels.h"
+#include "kernels/test_util.h"
+
+namespace g4 {
+namespace {
+
+using testing::FloatBuffer;
+using testing::GgufTensor;
+using testing::RandomFloats;
+
+constexpr double kTol = 1e-5;
+
+// max |cpu - ref| / sum_k |x_k w_k| over every output; NaN (an unwritten output) propagates.
+double RunAndCompare(ThreadPool& pool, const TensorView& w, int64_t T, bool misalign, uint32_t seed) {
+  const int64_t N = w.dim(0), K = w.dim(1);
+  const FloatBuffer x(RandomFloats(T * K, seed), misalign);
+  FloatBuffer y(T * N, misalign);
+  for (int64_t i = 0; i < T * N; ++i) y.data()[i] = NAN;
+  std::vector<float> ref(static_cast<size_t>(T * N));
+  cpu::MatMul(pool, w, x.data(), T, y.data());
+  ref::MatMul(pool, w, x.data(), T, ref.data());
+  std::vector<float> row(static_cast<size_t>(K));
+  double worst = 0.0;
+  for (int64_t n = 0; n < N; ++n) {
+    DequantizeGgufRow(w.quant.kind, static_cast<const uint8_t*>(w.data) + n * w.quant.row_bytes, K, row.data());
+    for (int64_t t = 0; t < T; ++t) {
+      double scale = 0.0;
+      for (int64_t k = 0; k < K; ++k) scale += std::fabs(double{x.data()[t * K + k]} * row[k]);
+      const double err = std::fabs(static_cast<double>(y.data()[t * N + n]) - ref[t * N + n]);
+      const double e = scale > 0 ? err / scale : (err > 0 ? INFINITY : 0.0);
+      if (!(e <= worst)) worst = e;
+    }
+  }
+  return worst;
+}
+
+class GgufMatMulTest : public ::testing::TestWithParam<std::tuple<QuantKind, int, std::string>> {};
+
+TEST_P(GgufMatMulTest, MatchesRefOnOddShapes) {
+  const auto [kind, threads, target] = GetParam();
+  const testing::ScopedTarget scoped_target(target);
+  ASSERT_TRUE(scoped_target.ok()) << target;
+  ThreadPool pool(threads);
+  const int64_t elems = GgufBlockFormat(kind).elems;
+  uint32_t seed = 1;
+  double worst = 0.0;
+  for (int64_t blocks : elems == 32 ? std::vector<int64_t>{1, 3, 9, 48} : std::vector<int64_t>{1, 2, 6}) {
+    const int64_t K = blocks * elems;
+    for (int64_t N : {1, 3, 5, 17}) {
+      for (int64_t T : {1, 3, 7}) {
+        for (bool misalign : {false, true}) {
+          SCOPED_TRACE("K=" + std::to_string(K) + " N=" + std::to_string(N) + " T=" + std::to_string(T) +
+                       " misalign=" + std::to_string(misalign));
+          const GgufTensor w(kind, N, K, misalign, seed++);
+          const double e = RunAndCompare(pool, w.view(), T, misalign, seed++);
+          ASSERT_LE(e, kTol);
+          worst = std::max(worst, e);
+        }
+      }
+    }
+  }
+  std::printf("%s %s: max |cpu - ref| / sum|x w| = %.3g\n", QuantKindName(kind), target.c_str(), worst);
+}
+
+// E2B widths: hidden 1536 (attention, MLP up, the head over [V, 1536]), 6144 (MLP down); N spans
+// several 4-row tiles and panels per thread.
+TEST_P(GgufMatMulTest, MatchesRefAtModelWidths) {
+  const auto [kind, threads, target] = GetParam();
+  if (threads == 1) GTEST_SKIP() << "covered with 3 threads";
+  const testing::ScopedTarget scoped_target(target);
+  ASSERT_TRUE(scoped_target.ok()) << target;
+  ThreadPool pool(threads);
+  for (auto [N, K] : {std::pair<int64_t, int64_t>{259, 1536}, {67, 6144}}) {
+    for (int64_t T : {1, 8}) {
+      SCOPED_TRACE("N=" + std::to_string(N) + " K=" + std::to_string(K) + " T=" + std::to_string(T));
+      const GgufTensor w(kind, N, K, /*misalign=*/true, 77);
+      ASSERT_LE(RunAndCompare(pool, w.view(), T, /*misalign=*/true, 78), 2 * kTol);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(KindsPoolsTargets, GgufMatMulTest,
+                         ::testing::Combine(::testing::ValuesIn(testing::kGgufKinds), ::testing::Values(1, 3),
+                                            ::testing::ValuesIn(testing::Targets())),
+                         [](const auto& info) {
+                           return std::string(QuantKindName(std::get<0>(info.param))) + "_threads" +
+                                  std::to_string(std::get<1>(info.param)) + "_" + std::get<2>(info.param);
+                         });
+
+// Block order and nibble order on every target, decode and prefill: a Q4_0 row of 3 blocks with
+// d = 1, 2, 4 and q = (j + b) mod 16 - 8; with x = e_k, y = d * q exactly.
+TEST(GgufMatMulExact, Q4_0UnitVectors) {
+  const int64_t K = 96;
+  std::vector<uint8_t> row(3 * 18);
+  for (int b = 0; b < 3; ++b) {
+    const uint16_t d = F32ToF16(static_cast<float>(1 << b));
+    std::memcpy(row.data() + 18 * b, &d, 2);
+    for (int j = 0; j < 16; ++j) {
+      row[18 * b + 2 + j] = static_cast<uint8_t>(((j + b) % 16) | (((j + 16 + b) % 16) << 4));
+    }
+  }
+  const TensorView w(row.data(), DType::kU8, {1, K}, QuantInfo{QuantKind::kQ4_0, nullptr, DType::kF16, 32, 54});
+  for (const std::string& target : testing::Targets()) {
+    const testing::ScopedTarget scoped(target);
+    ThreadPool pool(1);
+    for (int64_t k = 0; k < K; ++k) {
+      for (int64_t T : {1, 3}) {
+        std::vector<float> x(static_cast<size_t>(T * K), 0.0f), y(static_cast<size_t>(T));
+        for (int64_t t = 0; t < T; ++t) x[t * K + k] = 1.0f;
+        cpu::MatMul(pool, w, x.data(), T, y.data());
+        const int64_t b = k / 32, j = k % 32;
+        const float want = static_cast<float>(1 << b) * static_cast<float>((j + b) % 16 - 8);
+        for (int64_t t = 0; t < T; ++t) EXPECT_EQ(y[t], want) << target << " k=" << k << " T=" << T;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace g4
