@@ -10,6 +10,7 @@ const char* OpProfiler::CategoryName(Category c) {
     case kMatVecF16: return "matvec f16";
     case kMatVecInt4: return "matvec int4";
     case kMatVecInt8: return "matvec int8";
+    case kMatVecGguf: return "matvec gguf";
     case kLmHead: return "lm head";
     case kAttention: return "attention";
     case kNorm: return "norms";
@@ -29,8 +30,9 @@ OpProfiler::Category OpProfiler::MatMulCategory(const TensorView& w) {
   switch (w.quant.kind) {
     case QuantKind::kInt4Group: return kMatVecInt4;
     case QuantKind::kInt8Group: return kMatVecInt8;
-    default: break;  // GGUF blocks: counted with the dtype of their container for now
+    default: break;
   }
+  if (IsGgufBlock(w.quant.kind)) return kMatVecGguf;
   switch (w.dtype) {
     case DType::kBF16: return kMatVecBf16;
     case DType::kF16: return kMatVecF16;

@@ -23,6 +23,7 @@ class OpProfiler {
     kMatVecF16,
     kMatVecInt4,
     kMatVecInt8,
+    kMatVecGguf,  // GGUF block weights (q4_0, q6_k, ...), whatever the kind
     kLmHead,
     kAttention,
     kNorm,

@@ -9,6 +9,7 @@
 #include "ops/backend.h"
 #include "ops/probe.h"
 #include "ops/quantize.h"
+#include "ops/quantize_gguf.h"
 
 namespace g4 {
 namespace {
@@ -51,6 +52,32 @@ TEST(OpProfiler, CountsEveryOpByCategory) {
   prof.Reset();
   EXPECT_EQ(prof.calls(OpProfiler::kMatVecF32), 0);
   EXPECT_EQ(prof.total_seconds(), 0.0);
+}
+
+// GGUF block weights have their own matvec category; a GGUF LM head reports its kind.
+TEST(OpProfiler, CountsGgufMatVecs) {
+  Backend be(BackendKind::kCpu, 2);
+  OpProfiler prof;
+  prof.set_lm_head_rows(64);
+  be.SetProfiler(&prof);
+  const int64_t K = 256;
+  std::vector<float> w(static_cast<size_t>(64 * K), 0.25f), x(static_cast<size_t>(K), 1.0f), y(64);
+  std::vector<uint8_t> q4(static_cast<size_t>(16 * K / 32 * 18)), q6(static_cast<size_t>(64 * K / 256 * 210));
+  for (int64_t n = 0; n < 16; ++n) {
+    ASSERT_TRUE(QuantizeGgufRow(QuantKind::kQ4_0, w.data() + n * K, K, q4.data() + n * (K / 32 * 18)).ok());
+  }
+  for (int64_t n = 0; n < 64; ++n) {
+    ASSERT_TRUE(QuantizeGgufRow(QuantKind::kQ6_K, w.data() + n * K, K, q6.data() + n * 210).ok());
+  }
+  const TensorView small(q4.data(), DType::kU8, {16, K}, QuantInfo{QuantKind::kQ4_0, nullptr, DType::kF16, 32, K / 32 * 18});
+  const TensorView head(q6.data(), DType::kU8, {64, K}, QuantInfo{QuantKind::kQ6_K, nullptr, DType::kF16, 256, 210});
+  be.MatMul(small, x.data(), 1, y.data());
+  EXPECT_EQ(y[3], 0.25f * K);  // 0.25 = -2 * (0.25 / -2): exact in Q4_0
+  be.MatMul(head, x.data(), 1, y.data());
+  EXPECT_EQ(prof.calls(OpProfiler::kMatVecGguf), 1);
+  EXPECT_EQ(prof.calls(OpProfiler::kLmHead), 1);
+  EXPECT_EQ(prof.lm_head_storage(), "q6_k");
+  EXPECT_STREQ(OpProfiler::CategoryName(OpProfiler::kMatVecGguf), "matvec gguf");
 }
 
 TEST(MachineProbes, ReturnPlausibleFigures) {

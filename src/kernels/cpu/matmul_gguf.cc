@@ -292,9 +292,34 @@ void DecodeRowsGeneric(const GgufShape& q, const float* x, int64_t begin, int64_
   }
 }
 
+// Blocks per pass of the 4-row decode tiles: their f16 scales are converted up front, so the
+// inner loop broadcasts each from memory (a load, not vector ALU work: a scalar f16 conversion
+// and broadcast per block and row cost ~4 ALU uops, as much as unpacking the block's 32 weights).
+constexpr int64_t kScaleChunk = 64;
+
+// ds[r][j] = d of block b0 + j of row r (rows rb apart, d the f16 at the start of each block of
+// `bytes` bytes), for j < nb <= kScaleChunk.
+template <int kR>
+HWY_INLINE void BlockScales(const uint8_t* w, int64_t rb, int64_t bytes, int64_t b0, int64_t nb,
+                            float (*ds)[kScaleChunk]) {
+  const DF df;
+  const hn::Rebind<hwy::float16_t, DF> df16;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(df));
+  HWY_ALIGN uint16_t bits[kScaleChunk] = {};  // nb rounded up to L <= 64: zeros past nb
+  for (int r = 0; r < kR; ++r) {
+    const uint8_t* p = w + r * rb + b0 * bytes;
+    for (int64_t j = 0; j < nb; ++j) std::memcpy(&bits[j], p + j * bytes, 2);
+    for (int64_t j = 0; j < nb; j += L) {
+      hn::StoreU(hn::PromoteTo(df, hn::LoadU(df16, reinterpret_cast<const hwy::float16_t*>(bits + j))), df,
+                 ds[r] + j);
+    }
+  }
+}
+
 // Q4_0 decode: kR rows (row_bytes apart) at w; y[r] = sum_b d[r, b] * dot(q[r, b] - 8, x_b). The
-// same offsets of the next tile's rows are prefetched, once per 64-byte line (one block in each
-// 64-byte window starts within its first 18 bytes).
+// same offsets of the next tile's rows are prefetched: every 4th block, the two lines covering
+// its 72 bytes (a branch with period 4; "is a line boundary in this block" has period 32 and
+// mispredicted enough to show in profiles).
 template <int kR>
 HWY_INLINE void DecodeTileQ4_0(const GgufShape& q, const uint8_t* HWY_RESTRICT w,
                                const float* HWY_RESTRICT x, float* HWY_RESTRICT y) {
@@ -302,14 +327,22 @@ HWY_INLINE void DecodeTileQ4_0(const GgufShape& q, const uint8_t* HWY_RESTRICT w
   const int64_t L = static_cast<int64_t>(hn::Lanes(df));
   const int64_t rb = q.row_bytes;
   VF a0 = hn::Zero(df), a1 = a0, a2 = a0, a3 = a0;
-  for (int64_t b = 0; b < q.blocks; ++b) {
-    const float* xb = x + 32 * b;
-    const int64_t o = 18 * b;
-    const bool prefetch = o % 64 < 18;
+  HWY_ALIGN float ds[kR][kScaleChunk];
+  for (int64_t b0 = 0; b0 < q.blocks; b0 += kScaleChunk) {
+    const int64_t nb = std::min(kScaleChunk, q.blocks - b0);
+    BlockScales<kR>(w, rb, 18, b0, nb, ds);
+    for (int64_t j = 0; j < nb; ++j) {
+      const int64_t b = b0 + j;
+      const float* xb = x + 32 * b;
+      const int64_t o = 18 * b;
+      const bool prefetch = (j & 3) == 0;
 #define G4_Q4_0_ROW(r)                                                        \
   if constexpr (kR > r) {                                                     \
     const uint8_t* p = w + r * rb + o;                                        \
-    if (prefetch) hwy::Prefetch(p + kR * rb);                                 \
+    if (prefetch) {                                                           \
+      hwy::Prefetch(p + kR * rb);                                             \
+      hwy::Prefetch(p + kR * rb + 64);                                        \
+    }                                                                         \
     VF s = hn::Zero(df);                                                      \
     for (int64_t c = 0; c < 16; c += L) {                                     \
       VF lo, hi;                                                              \
@@ -317,10 +350,11 @@ HWY_INLINE void DecodeTileQ4_0(const GgufShape& q, const uint8_t* HWY_RESTRICT w
       s = hn::MulAdd(lo, hn::LoadU(df, xb + c), s);                           \
       s = hn::MulAdd(hi, hn::LoadU(df, xb + 16 + c), s);                      \
     }                                                                         \
-    a##r = hn::MulAdd(s, hn::Set(df, Half(p)), a##r);                         \
+    a##r = hn::MulAdd(s, hn::Set(df, ds[r][j]), a##r);                        \
   }
-    G4_Q4_0_ROW(0) G4_Q4_0_ROW(1) G4_Q4_0_ROW(2) G4_Q4_0_ROW(3)
+      G4_Q4_0_ROW(0) G4_Q4_0_ROW(1) G4_Q4_0_ROW(2) G4_Q4_0_ROW(3)
 #undef G4_Q4_0_ROW
+    }
   }
   y[0] = ReduceSum(df, a0);
   if constexpr (kR > 1) y[1] = ReduceSum(df, a1);
@@ -338,14 +372,22 @@ HWY_INLINE void DecodeTileQ8_0(const GgufShape& q, const uint8_t* HWY_RESTRICT w
   const int64_t L = static_cast<int64_t>(hn::Lanes(df));
   const int64_t rb = q.row_bytes;
   VF a0 = hn::Zero(df), a1 = a0, a2 = a0, a3 = a0;
-  for (int64_t b = 0; b < q.blocks; ++b) {
-    const float* xb = x + 32 * b;
-    const int64_t o = 34 * b;
-    const bool prefetch = o % 64 < 34;  // a block start in the first 34 bytes of each line
+  HWY_ALIGN float ds[kR][kScaleChunk];
+  for (int64_t b0 = 0; b0 < q.blocks; b0 += kScaleChunk) {
+    const int64_t nb = std::min(kScaleChunk, q.blocks - b0);
+    BlockScales<kR>(w, rb, 34, b0, nb, ds);
+    for (int64_t j = 0; j < nb; ++j) {
+      const int64_t b = b0 + j;
+      const float* xb = x + 32 * b;
+      const int64_t o = 34 * b;
+      const bool prefetch = (j & 1) == 0;  // the two lines covering 2 blocks' 68 bytes
 #define G4_Q8_0_ROW(r)                                                                          \
   if constexpr (kR > r) {                                                                       \
     const uint8_t* p = w + r * rb + o;                                                          \
-    if (prefetch) hwy::Prefetch(p + kR * rb);                                                   \
+    if (prefetch) {                                                                             \
+      hwy::Prefetch(p + kR * rb);                                                               \
+      hwy::Prefetch(p + kR * rb + 64);                                                          \
+    }                                                                                           \
     const int8_t* qs = reinterpret_cast<const int8_t*>(p + 2);                                  \
     VF s0 = hn::Zero(df), s1 = s0;                                                              \
     for (int64_t c = 0; c < 16; c += L) {                                                       \
@@ -354,10 +396,11 @@ HWY_INLINE void DecodeTileQ8_0(const GgufShape& q, const uint8_t* HWY_RESTRICT w
       s1 = hn::MulAdd(hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(di8, qs + 16 + c))),        \
                       hn::LoadU(df, xb + 16 + c), s1);                                          \
     }                                                                                           \
-    a##r = hn::MulAdd(hn::Add(s0, s1), hn::Set(df, Half(p)), a##r);                             \
+    a##r = hn::MulAdd(hn::Add(s0, s1), hn::Set(df, ds[r][j]), a##r);                            \
   }
-    G4_Q8_0_ROW(0) G4_Q8_0_ROW(1) G4_Q8_0_ROW(2) G4_Q8_0_ROW(3)
+      G4_Q8_0_ROW(0) G4_Q8_0_ROW(1) G4_Q8_0_ROW(2) G4_Q8_0_ROW(3)
 #undef G4_Q8_0_ROW
+    }
   }
   y[0] = ReduceSum(df, a0);
   if constexpr (kR > 1) y[1] = ReduceSum(df, a1);

@@ -1,0 +1,200 @@
+// Benchmarks of g4::cpu::MatMul on GGUF block weights at Gemma 4 E2B shapes, decode (T = 1).
+//  * BM_MatVecQ4_0VsInt4: Q4_0 (18 bytes / 32 weights) against the W4A16 int4g32/bf16 kernel (16 +
+//    2 bytes / 32 weights: the same 4.5 bits per weight) in one run, interleaved call by call so
+//    both see the same machine load, over `matrices` distinct weights of each (1 for an
+//    L3-resident weight; 64 for a working set far past the last-level cache, as in a real decode
+//    step). Counters: GB/s of each (weight bytes streamed per second) and q4_0 / int4 (speed).
+//    With threads = 1 (the caller runs the kernel) also the ratio of thread CPU times,
+//    cpu_q4_0/int4, which a machine shared with other jobs does not blur as it does wall time.
+//  * BM_MatVecGguf: one kind alone, GB/s; includes the tied LM head [262144, 1536] as Q6_K.
+// Run: g4_kernel_bench --benchmark_filter=Gguf\|Q4_0; G4_BENCH_TARGET as in matmul_bench.cc.
+
+#include <benchmark/benchmark.h>
+
+#include <time.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+#include "kernels/cpu/kernels.h"
+
+namespace g4 {
+namespace {
+
+ThreadPool& BenchPool(int64_t threads) {
+  static ThreadPool all(0), single(1);
+  return threads == 1 ? single : all;
+}
+
+// Byte offsets of a block's f16 fields (d, dmin / m), set to small finite values.
+std::vector<int64_t> HalfOffsets(QuantKind kind) {
+  switch (kind) {
+    case QuantKind::kQ4_0:
+    case QuantKind::kQ5_0:
+    case QuantKind::kQ8_0: return {0};
+    case QuantKind::kQ6_K: return {208};
+    default: return {0, 2};
+  }
+}
+
+// `count` weights [N, K] of `kind` (GGUF blocks, or int4g32 with bf16 scales) back to back, built
+// once per (kind, shape, count) and kept: the benchmark framework reruns a body several times.
+struct Buffers {
+  std::unique_ptr<uint8_t[]> data, scales;
+  int64_t row_bytes = 0;
+};
+
+std::map<std::tuple<int, int64_t, int64_t, int64_t>, Buffers>& Cache() {
+  static std::map<std::tuple<int, int64_t, int64_t, int64_t>, Buffers> cache;
+  return cache;
+}
+
+// Frees the buffers of other shapes (call before GetBuffers: peak memory stays one shape's).
+void KeepOnlyShape(int64_t N, int64_t K, int64_t count) {
+  auto& cache = Cache();
+  for (auto it = cache.begin(); it != cache.end();) {
+    const auto& [kind, n, k, c] = it->first;
+    it = (n == N && k == K && c == count) ? std::next(it) : cache.erase(it);
+  }
+}
+
+const Buffers& GetBuffers(QuantKind kind, int64_t N, int64_t K, int64_t count) {
+  auto& cache = Cache();
+  const auto key = std::make_tuple(static_cast<int>(kind), N, K, count);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  Buffers& b = cache[key];  // std::map: references to other entries stay valid
+  const bool int4 = kind == QuantKind::kInt4Group;
+  const BlockFormat f = GgufBlockFormat(kind);
+  b.row_bytes = int4 ? K / 2 : K / f.elems * f.bytes;
+  const int64_t rows = count * N, row_bytes = b.row_bytes;
+  b.data.reset(new uint8_t[static_cast<size_t>(rows * row_bytes)]);
+  if (int4) b.scales.reset(new uint8_t[static_cast<size_t>(rows * (K / 32) * 2)]);
+  uint8_t* d = b.data.get();
+  uint16_t* s = reinterpret_cast<uint16_t*>(b.scales.get());
+  const std::vector<int64_t> halves = int4 ? std::vector<int64_t>{} : HalfOffsets(kind);
+  BenchPool(0).ParallelFor(rows, 256, [&](int64_t begin, int64_t end) {  // first touch in parallel
+    for (int64_t i = begin * row_bytes; i < end * row_bytes; ++i) {
+      d[i] = static_cast<uint8_t>((static_cast<uint32_t>(i) * 2654435761u) >> 24);
+    }
+    if (int4) {
+      for (int64_t i = begin * (K / 32); i < end * (K / 32); ++i) s[i] = F32ToBf16(0.01f);
+    } else {
+      const uint16_t h = F32ToF16(0.01f);
+      for (int64_t r = begin; r < end; ++r) {
+        for (int64_t blk = 0; blk < K / f.elems; ++blk) {
+          for (int64_t off : halves) std::memcpy(d + r * row_bytes + blk * f.bytes + off, &h, 2);
+        }
+      }
+    }
+  });
+  return b;
+}
+
+TensorView View(QuantKind kind, const Buffers& b, int64_t N, int64_t K, int64_t m) {
+  if (kind == QuantKind::kInt4Group) {
+    return TensorView(b.data.get() + m * N * b.row_bytes, DType::kU8, {N, K},
+                      QuantInfo{kind, b.scales.get() + m * N * (K / 32) * 2, DType::kBF16, 32, b.row_bytes});
+  }
+  return TensorView(b.data.get() + m * N * b.row_bytes, DType::kU8, {N, K},
+                    QuantInfo{kind, nullptr, DType::kF16, GgufBlockFormat(kind).elems, b.row_bytes});
+}
+
+// args: N, K, matrices, threads (1, or 0 for the whole pool).
+void BM_MatVecQ4_0VsInt4(benchmark::State& state) {
+  const int64_t N = state.range(0), K = state.range(1), count = state.range(2);
+  ThreadPool& pool = BenchPool(state.range(3));
+  KeepOnlyShape(N, K, count);
+  const Buffers& q4 = GetBuffers(QuantKind::kQ4_0, N, K, count);
+  const Buffers& i4 = GetBuffers(QuantKind::kInt4Group, N, K, count);
+  std::vector<float> x(static_cast<size_t>(K)), y(static_cast<size_t>(N));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) * 0.25f - 0.75f;
+  using Clock = std::chrono::steady_clock;
+  auto thread_cpu = [] {
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+  };
+  double t_q4 = 0, t_i4 = 0, c_q4 = 0, c_i4 = 0;
+  int64_t m = 0;
+  for (auto _ : state) {
+    const TensorView wq = View(QuantKind::kQ4_0, q4, N, K, m), wi = View(QuantKind::kInt4Group, i4, N, K, m);
+    const double c0 = thread_cpu();
+    const auto t0 = Clock::now();
+    cpu::MatMul(pool, wq, x.data(), 1, y.data());
+    benchmark::DoNotOptimize(y.data());
+    const double c1 = thread_cpu();
+    const auto t1 = Clock::now();
+    cpu::MatMul(pool, wi, x.data(), 1, y.data());
+    benchmark::DoNotOptimize(y.data());
+    const double c2 = thread_cpu();
+    const auto t2 = Clock::now();
+    c_q4 += c1 - c0;
+    c_i4 += c2 - c1;
+    t_q4 += std::chrono::duration<double>(t1 - t0).count();
+    t_i4 += std::chrono::duration<double>(t2 - t1).count();
+    m = (m + 1) % count;
+  }
+  const double bytes = static_cast<double>(state.iterations()) * N * (K / 32) * 18;  // both kinds
+  state.counters["q4_0_GBps"] = bytes / t_q4 * 1e-9;
+  state.counters["int4g32_GBps"] = bytes / t_i4 * 1e-9;
+  state.counters["q4_0/int4"] = t_i4 / t_q4;
+  if (pool.size() == 1 && c_q4 > 0) state.counters["cpu_q4_0/int4"] = c_i4 / c_q4;
+  state.SetLabel(std::string(cpu::TargetName()) + " threads=" + std::to_string(pool.size()));
+}
+BENCHMARK(BM_MatVecQ4_0VsInt4)
+    ->Args({6144, 1536, 1, 0})
+    ->Args({1536, 6144, 1, 0})
+    ->Args({6144, 1536, 1, 1})
+    ->Args({1536, 6144, 1, 1})
+    ->Args({6144, 1536, 64, 1})
+    ->Args({6144, 1536, 64, 0})
+    ->Args({1536, 6144, 64, 0})
+    ->ArgNames({"N", "K", "matrices", "threads"})
+    ->UseRealTime()
+    ->MinTime(0.5)
+    ->Unit(benchmark::kMicrosecond);
+
+// args: N, K, kind (QuantKind as int), threads.
+void BM_MatVecGguf(benchmark::State& state) {
+  const int64_t N = state.range(0), K = state.range(1);
+  const QuantKind kind = static_cast<QuantKind>(state.range(2));
+  ThreadPool& pool = BenchPool(state.range(3));
+  KeepOnlyShape(N, K, 1);
+  const Buffers& b = GetBuffers(kind, N, K, 1);
+  const TensorView w = View(kind, b, N, K, 0);
+  std::vector<float> x(static_cast<size_t>(K)), y(static_cast<size_t>(N));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) * 0.25f - 0.75f;
+  for (auto _ : state) {
+    cpu::MatMul(pool, w, x.data(), 1, y.data());
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(w.nbytes()));
+  state.SetLabel(std::string(cpu::TargetName()) + " threads=" + std::to_string(pool.size()) + " " +
+                 QuantKindName(kind));
+}
+
+void GgufShapes(benchmark::internal::Benchmark* b) {
+  for (QuantKind k : {QuantKind::kQ4_0, QuantKind::kQ8_0, QuantKind::kQ4_K, QuantKind::kQ6_K,
+                      QuantKind::kQ5_K, QuantKind::kQ4_1}) {
+    b->Args({6144, 1536, static_cast<int64_t>(k), 0});
+  }
+  b->Args({262144, 1536, static_cast<int64_t>(QuantKind::kQ6_K), 0});  // the tied head
+  b->Args({262144, 1536, static_cast<int64_t>(QuantKind::kQ8_0), 0});
+  b->ArgNames({"N", "K", "kind", "threads"});
+}
+BENCHMARK(BM_MatVecGguf)->Apply(GgufShapes)->UseRealTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace g4
