@@ -302,6 +302,22 @@ constexpr int64_t kScaleChunk = 64;
 template <int kR>
 HWY_INLINE void BlockScales(const uint8_t* w, int64_t rb, int64_t bytes, int64_t b0, int64_t nb,
                             float (*ds)[kScaleChunk]) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  // One masked 16-lane gather of the dwords at the block starts (4 bytes < a block: in bounds),
+  // truncated to their low halves (d) and converted: scalar gathers or compiler-vectorized
+  // inserts cost as much as unpacking the weights (profiled).
+  const __m512i offsets = _mm512_mullo_epi32(
+      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+      _mm512_set1_epi32(static_cast<int>(bytes)));
+  for (int r = 0; r < kR; ++r) {
+    const uint8_t* p = w + r * rb + b0 * bytes;
+    for (int64_t j = 0; j < nb; j += 16) {
+      const __mmask16 m = nb - j >= 16 ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << (nb - j)) - 1);
+      const __m512i g = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, offsets, p + j * bytes, 1);
+      _mm512_store_ps(ds[r] + j, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(g)));
+    }
+  }
+#else
   const DF df;
   const hn::Rebind<hwy::float16_t, DF> df16;
   const int64_t L = static_cast<int64_t>(hn::Lanes(df));
@@ -314,6 +330,7 @@ HWY_INLINE void BlockScales(const uint8_t* w, int64_t rb, int64_t bytes, int64_t
                  ds[r] + j);
     }
   }
+#endif
 }
 
 // Q4_0 decode: kR rows (row_bytes apart) at w; y[r] = sum_b d[r, b] * dot(q[r, b] - 8, x_b). The
