@@ -2,6 +2,9 @@
 
 #include "kernels/cpu/kernels.h"
 #include "kernels/ref/kernels.h"
+#ifdef G4_HAS_CUDA
+#include "kernels/cuda/kernels.h"
+#endif
 
 namespace g4 {
 namespace {
@@ -33,12 +36,47 @@ OpTable MakeCpuTable() {
   return t;
 }
 
+#ifdef G4_HAS_CUDA
+// Every op on the device (kernels/cuda/kernels.h); the CUDA op functions themselves send what
+// the device kernels do not define (int8 / GGUF-block weights, oversized embedding tables) to
+// the CPU kernels.
+OpTable MakeCudaTable() {
+  OpTable t;
+  t.matmul = cuda::MatMul;
+  t.rms_norm = cuda::RmsNorm;
+  t.rope = cuda::Rope;
+  t.attention = cuda::Attention;
+  t.gelu_mul = cuda::GeluMul;
+  t.softcap = cuda::Softcap;
+  t.embed = cuda::Embed;
+  t.add = cuda::Add;
+  t.scale = cuda::Scale;
+  return t;
+}
+#endif
+
+// kCuda: chooses the device policy into *policy; the reason when the backend cannot run.
+Status InitDevice(BackendKind kind, std::string* policy) {
+  if (kind != BackendKind::kCuda) return Status();
+#ifdef G4_HAS_CUDA
+  auto p = cuda::Init(0);
+  if (!p.ok()) return Unavailable("--backend cuda: " + p.status().message());
+  *policy = p->ToString();
+  return Status();
+#else
+  (void)policy;
+  return Unavailable("--backend cuda: g4 was built without CUDA (configure with -DG4_CUDA=ON "
+                     "and nvcc in /usr/local/cuda/bin)");
+#endif
+}
+
 }  // namespace
 
 const char* BackendName(BackendKind kind) {
   switch (kind) {
     case BackendKind::kRef: return "ref";
     case BackendKind::kCpu: return "cpu";
+    case BackendKind::kCuda: return "cuda";
   }
   return "?";
 }
@@ -46,20 +84,45 @@ const char* BackendName(BackendKind kind) {
 StatusOr<BackendKind> ParseBackendKind(const std::string& name) {
   if (name == "ref") return BackendKind::kRef;
   if (name == "cpu") return BackendKind::kCpu;
-  return InvalidArgument("unknown backend '" + name + "' (expected: cpu, ref)");
+  if (name == "cuda") return BackendKind::kCuda;
+  return InvalidArgument("unknown backend '" + name + "' (expected: cpu, cuda, ref)");
 }
 
 const OpTable& GetOpTable(BackendKind kind) {
   static const OpTable ref_table = MakeRefTable();
   static const OpTable cpu_table = MakeCpuTable();
+#ifdef G4_HAS_CUDA
+  static const OpTable cuda_table = MakeCudaTable();
+  if (kind == BackendKind::kCuda) return cuda_table;
+#endif
   return kind == BackendKind::kRef ? ref_table : cpu_table;
 }
 
 Backend::Backend(BackendKind kind, int threads)
-    : kind_(kind), ops_(GetOpTable(kind)), pool_(kind == BackendKind::kRef ? 1 : threads) {}
+    : kind_(kind),
+      status_(InitDevice(kind, &device_policy_)),
+      ops_(GetOpTable(status_.ok() ? kind : BackendKind::kCpu)),
+      pool_(kind == BackendKind::kRef ? 1 : threads) {}
+
+Backend::~Backend() {
+#ifdef G4_HAS_CUDA
+  // The device weight cache is keyed by host pointers, which die with the model.
+  if (kind_ == BackendKind::kCuda && status_.ok()) cuda::ReleaseDeviceMemory();
+#endif
+}
+
+StatusOr<std::unique_ptr<Backend>> Backend::Create(BackendKind kind, int threads) {
+  auto b = std::make_unique<Backend>(kind, threads);
+  if (!b->status().ok()) return b->status();
+  return b;
+}
 
 std::string Backend::PolicyString() const {
-  std::string s = std::string("backend=") + BackendName(kind_);
+  std::string s = std::string("backend=") + BackendName(status_.ok() ? kind_ : BackendKind::kCpu);
+  if (kind_ == BackendKind::kCuda && status_.ok()) {
+    // The weights are uploaded on first use; activations are copied per op (kernels/cuda).
+    return s + " " + device_policy_ + " staging=per-op threads=" + std::to_string(pool_.size());
+  }
   s += std::string(" isa=") + (kind_ == BackendKind::kRef ? "scalar" : cpu::TargetName());
   s += " threads=" + std::to_string(pool_.size());
   s += " compute=f32";

@@ -24,10 +24,12 @@ namespace g4 {
 enum class BackendKind {
   kRef,  // plain scalar kernels: the oracle, slow
   kCpu,  // Highway SIMD with runtime ISA dispatch, multithreaded
+  kCuda,  // NVIDIA GPU (src/kernels/cuda), when g4 is built with G4_CUDA and a device is present
 };
 
 const char* BackendName(BackendKind kind);
-// "ref" / "cpu"; anything else is an InvalidArgument naming the accepted values.
+// "ref" / "cpu" / "cuda" (also in a build without CUDA: Backend then says so); anything else
+// is an InvalidArgument naming the accepted values.
 StatusOr<BackendKind> ParseBackendKind(const std::string& name);
 
 struct OpTable {
@@ -42,17 +44,32 @@ struct OpTable {
   ScaleFn scale = nullptr;
 };
 
-// The table of one backend. Ops a backend does not implement fall back to the ref kernel.
+// The table of one backend. Ops a backend does not implement fall back to the ref kernel (the
+// CUDA table: to the CPU kernels). kCuda in a build without CUDA gives the CPU table.
 const OpTable& GetOpTable(BackendKind kind);
 
 class Backend {
  public:
   // threads <= 0: one per hardware thread. The ref backend always runs on one thread.
+  // kCuda selects device 0 and its policy (kernels/cuda/policy.h); when that fails (no device or
+  // driver, an unsupported card, a build without CUDA) status() says why and the ops are the CPU
+  // backend's, so a caller that ignores it gets correct, slow results rather than a crash.
+  // Callers check status() (or use Create).
   Backend(BackendKind kind, int threads);
+  ~Backend();
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+
+  // The backend, or why it cannot run here (e.g. "--backend cuda: no CUDA device: ...").
+  static StatusOr<std::unique_ptr<Backend>> Create(BackendKind kind, int threads);
+  // OK, or why the requested backend is not running (kCuda only).
+  const Status& status() const { return status_; }
 
   BackendKind kind() const { return kind_; }
   ThreadPool& pool() { return pool_; }
   // "backend=cpu isa=AVX2 threads=2 compute=f32": the first part of the device policy line.
+  // CUDA: "backend=cuda device=NVIDIA_H200 cc=9.0 ... compute=bf16 smem_optin=227KiB
+  // w4a16_tile=... attn256=... attn512=... staging=per-op threads=16".
   std::string PolicyString() const;
 
   // Times every op call into `profiler` while it is enabled; nullptr detaches. The profiler
@@ -102,6 +119,8 @@ class Backend {
   }
 
   BackendKind kind_;
+  std::string device_policy_;  // kCuda: DevicePolicy::ToString(); before status_ (filled by it)
+  Status status_;
   const OpTable& ops_;
   ThreadPool pool_;
   OpProfiler* profiler_ = nullptr;

@@ -307,6 +307,7 @@ int Run(const BenchArgs& a) {
   const uint64_t resident_after_load = ResidentBytes();
   const ModelConfig& c = model.config();
   Backend be(*kind, a.threads);
+  if (!be.status().ok()) return fail(be.status());  // e.g. cuda without a device
 
   const std::map<std::string, uint64_t> by_storage = BytesByStorage(c, model.weights());
   std::string weights;

@@ -33,6 +33,7 @@ int Run(GenerateArgs& a) {
   auto model = Gemma4Model::Load(a.model_dir);
   if (!model.ok()) return fail(model.status());
   Backend backend(*kind, a.threads);
+  if (!backend.status().ok()) return fail(backend.status());  // e.g. cuda without a device
   LogInfo("device policy: " + backend.PolicyString() + " weights=" + (*model)->WeightDTypes());
   GenerationOptions options = a.gen.ToOptions((*model)->config());
   GenerationCallbacks cb;

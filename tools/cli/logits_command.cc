@@ -42,6 +42,7 @@ int Run(const LogitsOptions& o) {
   if (!model.ok()) return fail(model.status());
   const double load_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   Backend backend(*kind, o.threads);
+  if (!backend.status().ok()) return fail(backend.status());  // e.g. cuda without a device
   LogInfo("device policy: " + backend.PolicyString() + " weights=" + (*model)->WeightDTypes());
   LogInfo("loaded " + o.model_dir + " in " + std::to_string(static_cast<int>(load_ms)) +
           " ms; resident " + std::to_string(static_cast<int>(MiB(ResidentBytes()))) + " MiB of " +

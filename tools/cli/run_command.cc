@@ -34,6 +34,7 @@ int Run(RunArgs& a) {
   if (!model.ok()) return fail(model.status());
   Backend backend(*kind, a.threads);
   LogInfo("device policy: " + backend.PolicyString() + " weights=" + (*model)->WeightDTypes());
+  if (!backend.status().ok()) return fail(backend.status());  // e.g. cuda without a device
   auto tok = Tokenizer::Load(a.model_dir);
   if (!tok.ok()) return fail(tok.status().WithContext("tokenizer of " + a.model_dir));
 

@@ -61,6 +61,7 @@ int Run(ServeArgs& a) {
   if (!model.ok()) return fail(model.status());
   Backend backend(*kind, a.threads);
   LogInfo("device policy: " + backend.PolicyString() + " weights=" + (*model)->WeightDTypes());
+  if (!backend.status().ok()) return fail(backend.status());  // e.g. cuda without a device
   auto tokenizer = Tokenizer::Load(a.model_dir);
   if (!tokenizer.ok()) return fail(tokenizer.status().WithContext("tokenizer of " + a.model_dir));
   auto style = DetectChatStyle(a.model_dir);

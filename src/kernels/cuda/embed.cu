@@ -1,0 +1,64 @@
+// CUDA Embed (ops/embed.h): out[t] = widen(table[ids[t]]) * scale, one block per token. The
+// table is uploaded once, as stored (F32/BF16/F16; a gather reads each row once, so converting
+// would only cost memory). Tables larger than a quarter of device memory stay in host memory and
+// are gathered by the CPU kernel: Gemma 4 E2B's per-layer-embedding table is 4.7 GB in bf16, which
+// a 16 GB T4 should not spend on a gather of T rows; an H200 uploads it. Quantized tables are
+// gathered on the host too. Staged through host memory (kernels.h).
+#include "kernels/cpu/kernels.h"
+#include "kernels/cuda/kernels.h"
+#include "kernels/cuda/load.cuh"
+#include "kernels/cuda/staging.h"
+#include "kernels/ref/kernels.h"
+
+namespace g4::cuda {
+namespace {
+
+template <ElemType E>
+__global__ void EmbedKernel(const void* table, const int32_t* ids, int64_t D, float scale,
+                            float* out) {
+  const int64_t row = static_cast<int64_t>(ids[blockIdx.x]) * D;
+  float* o = out + blockIdx.x * D;
+  for (int64_t d = threadIdx.x; d < D; d += blockDim.x) o[d] = LoadF32<E>(table, row + d) * scale;
+}
+
+}  // namespace
+
+// True when `table` is gathered on the device (see the file comment).
+bool EmbedOnDevice(const TensorView& table) {
+  if (table.quantized() || !IsFloat(table.dtype) || table.shape.size() != 2) return false;
+  const int64_t budget = staging::Policy().device.global_mem_bytes / 4;
+  return static_cast<int64_t>(table.nbytes()) <= budget;
+}
+
+void Embed(ThreadPool& pool, const TensorView& table, const int32_t* ids, int64_t T, float scale,
+           float* out) {
+  using namespace staging;
+  if (T <= 0) return;
+  const int64_t D = table.dim(1), n = T * D;
+  if (!Ready()) return FillNaN(out, n);
+  if (!EmbedOnDevice(table)) {
+    // The CPU kernel covers float and GGUF-block tables; int4/int8 groups only the ref's at().
+    if (table.quantized() && !IsGgufBlock(table.quant.kind)) {
+      return ref::Embed(pool, table, ids, T, scale, out);
+    }
+    return cpu::Embed(pool, table, ids, T, scale, out);
+  }
+  const TensorView* dt = DeviceWeight(table, /*convert_to_compute=*/false);
+  auto* dids = static_cast<int32_t*>(Scratch(1, static_cast<size_t>(T) * sizeof(int32_t)));
+  float* dout = ScratchF(0, n);
+  if (dt == nullptr || dids == nullptr || dout == nullptr ||
+      !ToDevice(dids, ids, static_cast<size_t>(T) * sizeof(int32_t))) {
+    return FillNaN(out, n);
+  }
+  const unsigned blocks = static_cast<unsigned>(T);
+  switch (table.dtype) {
+    case DType::kF32: EmbedKernel<ElemType::kF32><<<blocks, 256>>>(dt->data, dids, D, scale, dout); break;
+    case DType::kBF16: EmbedKernel<ElemType::kBF16><<<blocks, 256>>>(dt->data, dids, D, scale, dout); break;
+    default: EmbedKernel<ElemType::kF16><<<blocks, 256>>>(dt->data, dids, D, scale, dout); break;
+  }
+  if (!Sync("embed") || !ToHost(out, dout, static_cast<size_t>(n) * sizeof(float))) {
+    FillNaN(out, n);
+  }
+}
+
+}  // namespace g4::cuda

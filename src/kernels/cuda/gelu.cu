@@ -1,0 +1,35 @@
+// CUDA GeluMul (ops/gelu.h): out = gelu_tanh(gate) * up in f32 with tanhf (the tanh form, as HF
+// gelu_pytorch_tanh), staged through host memory (kernels.h). out may alias gate or up.
+#include "kernels/cuda/kernels.h"
+#include "kernels/cuda/load.cuh"
+#include "kernels/cuda/staging.h"
+
+namespace g4::cuda {
+namespace {
+
+__global__ void GeluMulKernel(const float* gate, const float* up, int64_t n, float* out) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float x = gate[i];
+    const float g = 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
+    out[i] = g * up[i];
+  }
+}
+
+}  // namespace
+
+void GeluMul(ThreadPool&, const float* gate, const float* up, int64_t n, float* out) {
+  using namespace staging;
+  if (n <= 0) return;
+  const size_t bytes = static_cast<size_t>(n) * sizeof(float);
+  float* dg = ScratchF(0, n);
+  float* du = ScratchF(1, n);
+  if (dg == nullptr || du == nullptr || !ToDevice(dg, gate, bytes) || !ToDevice(du, up, bytes)) {
+    return FillNaN(out, n);
+  }
+  GeluMulKernel<<<GridFor(n, 256), 256, 0, Stream()>>>(dg, du, n, dg);
+  if (!Sync("gelu_mul") || !ToHost(out, dg, bytes)) FillNaN(out, n);
+}
+
+}  // namespace g4::cuda

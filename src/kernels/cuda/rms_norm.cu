@@ -1,0 +1,61 @@
+// CUDA RmsNorm (ops/rms_norm.h): y = x / sqrt(mean(x^2) + eps) * w, one block per row, the sum
+// of squares reduced in f32 (warp shuffles, then across warps in shared memory). w is F32/BF16/
+// F16 as stored (uploaded once, not converted: norms are tiny) or empty (no weight). Staged
+// through host memory (kernels.h); x and out may alias.
+#include "kernels/cuda/kernels.h"
+#include "kernels/cuda/load.cuh"
+#include "kernels/cuda/staging.h"
+
+namespace g4::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+template <ElemType E>
+__global__ void RmsNormKernel(const float* x, const void* w, int64_t D, float eps, float* out) {
+  const float* xr = x + blockIdx.x * D;
+  float* yr = out + blockIdx.x * D;
+  float ss = 0.0f;
+  for (int64_t d = threadIdx.x; d < D; d += kThreads) ss += xr[d] * xr[d];
+  for (int off = 16; off > 0; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
+  __shared__ float warp_sums[kThreads / 32];
+  if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = ss;
+  __syncthreads();
+  float total = 0.0f;
+  for (int i = 0; i < kThreads / 32; ++i) total += warp_sums[i];  // same order in every thread
+  const float inv = rsqrtf(total / static_cast<float>(D) + eps);
+  for (int64_t d = threadIdx.x; d < D; d += kThreads) {
+    const float wd = w == nullptr ? 1.0f : LoadF32<E>(w, d);
+    yr[d] = xr[d] * inv * wd;
+  }
+}
+
+}  // namespace
+
+void RmsNorm(ThreadPool&, const float* x, const TensorView& w, int64_t R, int64_t D, float eps,
+             float* out) {
+  using namespace staging;
+  if (R <= 0 || D <= 0) return;
+  const int64_t n = R * D;
+  const size_t bytes = static_cast<size_t>(n) * sizeof(float);
+  const void* dw = nullptr;
+  if (!w.empty()) {
+    const TensorView* cached = DeviceWeight(w, /*convert_to_compute=*/false);
+    if (cached == nullptr) return FillNaN(out, n);
+    dw = cached->data;
+  }
+  float* dx = ScratchF(0, n);
+  if (dx == nullptr || !ToDevice(dx, x, bytes)) return FillNaN(out, n);
+  const unsigned rows = static_cast<unsigned>(R);
+  switch (w.empty() ? DType::kF32 : w.dtype) {
+    case DType::kF32: RmsNormKernel<ElemType::kF32><<<rows, kThreads>>>(dx, dw, D, eps, dx); break;
+    case DType::kBF16: RmsNormKernel<ElemType::kBF16><<<rows, kThreads>>>(dx, dw, D, eps, dx); break;
+    case DType::kF16: RmsNormKernel<ElemType::kF16><<<rows, kThreads>>>(dx, dw, D, eps, dx); break;
+    default:
+      Ok(InvalidArgument(std::string("rms_norm weight dtype ") + DTypeName(w.dtype)), "rms_norm");
+      return FillNaN(out, n);
+  }
+  if (!Sync("rms_norm") || !ToHost(out, dx, bytes)) FillNaN(out, n);
+}
+
+}  // namespace g4::cuda

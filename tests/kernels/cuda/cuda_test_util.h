@@ -1,0 +1,45 @@
+// Helpers for the GPU tests of the CUDA op functions (kernels/cuda/kernels.h): a fixture that
+// skips without a device and checks that no CUDA error was recorded, and error measures against
+// the ref kernels.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "kernels/cuda/kernels.h"
+
+namespace g4::cuda::testing {
+
+class CudaOpTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto p = Init(0);
+    if (!p.ok()) GTEST_SKIP() << "no usable CUDA device, GPU test skipped: " << p.status().message();
+    policy_ = *p;
+    ReleaseDeviceMemory();  // no weights cached at addresses an earlier test freed
+  }
+  void TearDown() override {
+    if (IsSkipped()) return;
+    EXPECT_TRUE(LastError().ok()) << LastError().ToString();
+    ReleaseDeviceMemory();
+  }
+  ThreadPool pool_{1};
+  DevicePolicy policy_;
+};
+
+// max over i of |y - ref| / (|ref| + floor): relative error, with `floor` so values near 0 are
+// judged on an absolute scale. NaN anywhere gives infinity.
+inline double MaxScaledError(const std::vector<float>& y, const std::vector<float>& ref,
+                             double floor) {
+  EXPECT_EQ(y.size(), ref.size());
+  double worst = 0.0;
+  for (size_t i = 0; i < y.size() && i < ref.size(); ++i) {
+    const double e = std::fabs(static_cast<double>(y[i]) - ref[i]) / (std::fabs(ref[i]) + floor);
+    if (!(e <= worst)) worst = std::isnan(e) ? INFINITY : e;
+  }
+  return worst;
+}
+
+}  // namespace g4::cuda::testing

@@ -1,0 +1,115 @@
+// The staging around the heavy device kernels (kernels/cuda/staged_ops.cc): cuda::MatMul with
+// host pointers for F32/BF16/F16 and int4-group weights (uploaded once, converted to the
+// compute dtype), an int8 weight sent to the CPU kernel, and cuda::Attention with host pointers,
+// all against the ref kernels on odd shapes. Matmul tolerance: 1e-5 of sum_k |x_k w_nk| (f32
+// accumulation vs f64); attention: 1e-5 absolute (values in [-1, 1]).
+#include <cmath>
+#include <vector>
+
+#include "kernels/cuda/cuda_test_util.h"
+#include "kernels/ref/kernels.h"
+#include "kernels/test_util.h"
+#include "ops/quantize.h"
+
+namespace g4::cuda {
+namespace {
+
+using testing::CudaOpTest;
+using g4::testing::RandomFloats;
+using g4::testing::StoredTensor;
+
+class CudaStagedOpsTest : public CudaOpTest {};
+
+// max |y - ref| / sum_k |x w| over all outputs.
+double MatMulError(const TensorView& w, const std::vector<float>& x, int64_t T,
+                   const std::vector<float>& y, const std::vector<float>& ref) {
+  const int64_t N = w.dim(0), K = w.dim(1);
+  double worst = 0.0;
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t n = 0; n < N; ++n) {
+      double mag = 1e-30;
+      for (int64_t k = 0; k < K; ++k) mag += std::fabs(x[t * K + k] * w.at(n * K + k));
+      const double e = std::fabs(y[t * N + n] - ref[t * N + n]) / mag;
+      if (!(e <= worst)) worst = std::isnan(e) ? INFINITY : e;
+    }
+  }
+  return worst;
+}
+
+TEST_F(CudaStagedOpsTest, MatMulFloatWeightsMatchRefAndUploadOnce) {
+  uint32_t seed = 80;
+  for (DType dt : g4::testing::kFloatDTypes) {
+    for (int64_t T : {1, 3, 13}) {
+      SCOPED_TRACE(::testing::Message() << DTypeName(dt) << " T=" << T);
+      const int64_t N = 67, K = 96;
+      const StoredTensor w(RandomFloats(N * K, ++seed), dt, {N, K}, false);
+      const std::vector<float> x = RandomFloats(T * K, ++seed);
+      std::vector<float> y(static_cast<size_t>(T * N)), ref(y.size());
+      ref::MatMul(pool_, w.view(), x.data(), T, ref.data());
+      MatMul(pool_, w.view(), x.data(), T, y.data());
+      EXPECT_LE(MatMulError(w.view(), x, T, y, ref), 1e-5);
+      // Uploaded in the compute dtype: 16-bit weights as 2 bytes, f32 as 4.
+      EXPECT_EQ(CachedWeightBytes(), N * K * static_cast<int64_t>(DTypeSize(dt)));
+      MatMul(pool_, w.view(), x.data(), T, y.data());
+      EXPECT_EQ(CachedWeightBytes(), N * K * static_cast<int64_t>(DTypeSize(dt)));
+      ReleaseDeviceMemory();
+    }
+  }
+}
+
+TEST_F(CudaStagedOpsTest, MatMulInt4OnDeviceInt8OnTheHost) {
+  const int64_t N = 37, K = 96;
+  const StoredTensor f(RandomFloats(N * K, 90), DType::kF32, {N, K}, false);
+  for (QuantKind kind : {QuantKind::kInt4Group, QuantKind::kInt8Group}) {
+    auto q = QuantizeWeight(pool_, f.view(), kind, 32, DType::kBF16);
+    ASSERT_TRUE(q.ok()) << q.status().ToString();
+    EXPECT_EQ(MatMulOnDevice(q->view), kind == QuantKind::kInt4Group);
+    for (int64_t T : {1, 9}) {
+      SCOPED_TRACE(::testing::Message() << QuantKindName(kind) << " T=" << T);
+      const std::vector<float> x = RandomFloats(T * K, 91 + static_cast<uint32_t>(T));
+      std::vector<float> y(static_cast<size_t>(T * N)), ref(y.size());
+      ref::MatMul(pool_, q->view, x.data(), T, ref.data());
+      MatMul(pool_, q->view, x.data(), T, y.data());
+      EXPECT_LE(MatMulError(q->view, x, T, y, ref), 1e-5);
+    }
+    EXPECT_EQ(CachedWeightBytes() > 0, kind == QuantKind::kInt4Group);
+    ReleaseDeviceMemory();
+  }
+}
+
+TEST_F(CudaStagedOpsTest, AttentionMatchesRefAtBothGemmaHeadDims) {
+  uint32_t seed = 100;
+  for (int64_t head_dim : {256, 512}) {
+    for (int64_t T : {1, 5}) {
+      SCOPED_TRACE(::testing::Message() << "head_dim=" << head_dim << " T=" << T);
+      const int64_t S = 19, H = 4, KV = 2;
+      const std::vector<float> q = RandomFloats(T * H * head_dim, ++seed);
+      const std::vector<float> k = RandomFloats(S * KV * head_dim, ++seed);
+      const std::vector<float> v = RandomFloats(S * KV * head_dim, ++seed);
+      std::vector<int32_t> k_pos(static_cast<size_t>(S)), q_pos(static_cast<size_t>(T));
+      for (int64_t s = 0; s < S; ++s) k_pos[static_cast<size_t>(s)] = static_cast<int32_t>(s);
+      k_pos[3] = -1;  // an empty slot
+      for (int64_t t = 0; t < T; ++t) q_pos[static_cast<size_t>(t)] = static_cast<int32_t>(S - T + t);
+      AttentionArgs a;
+      a.q = q.data(), a.k = k.data(), a.v = v.data();
+      a.q_pos = q_pos.data(), a.k_pos = k_pos.data();
+      a.T = T, a.S = S, a.n_heads = H, a.n_kv_heads = KV, a.head_dim = head_dim;
+      a.window = 7;
+      a.scale = 1.0f;
+      std::vector<float> ref(static_cast<size_t>(T * H * head_dim)), out(ref.size());
+      a.out = ref.data();
+      ref::Attention(pool_, a);
+      a.out = out.data();
+      Attention(pool_, a);
+      double worst = 0.0;
+      for (size_t i = 0; i < out.size(); ++i) {
+        const double e = std::fabs(static_cast<double>(out[i]) - ref[i]);
+        if (!(e <= worst)) worst = std::isnan(e) ? INFINITY : e;
+      }
+      EXPECT_LE(worst, 1e-5);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace g4::cuda
