@@ -24,30 +24,28 @@ struct F32W {
 };
 struct Bf16W {
   using Elem = uint16_t;
-  static __device__ float Load(const Elem* p, int64_t i) {
-    return __uint_as_float(static_cast<uint32_t>(p[i]) << 16);
-  }
+  static __device__ float FromBits(uint32_t bits) { return __uint_as_float(bits << 16); }
+  static __device__ float Load(const Elem* p, int64_t i) { return FromBits(p[i]); }
 };
 struct F16W {
   using Elem = uint16_t;
-  static __device__ float Load(const Elem* p, int64_t i) {
-    return __half2float(__ushort_as_half(p[i]));
+  static __device__ float FromBits(uint32_t bits) {
+    return __half2float(__ushort_as_half(static_cast<unsigned short>(bits)));
   }
+  static __device__ float Load(const Elem* p, int64_t i) { return FromBits(p[i]); }
 };
 
-// 16 bytes of weights (8 16-bit or 4 f32 elements) widened to f32.
+// 16 bytes of weights (8 16-bit or 4 f32 elements, little-endian: element 0 in the low bits of
+// raw.x) widened to f32.
 template <typename WT>
 __device__ void Widen16(const uint4& raw, float* out) {
+  const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
   if constexpr (sizeof(typename WT::Elem) == 4) {
-    out[0] = __uint_as_float(raw.x);
-    out[1] = __uint_as_float(raw.y);
-    out[2] = __uint_as_float(raw.z);
-    out[3] = __uint_as_float(raw.w);
-  } else {
-    const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
-    const uint16_t* h = reinterpret_cast<const uint16_t*>(words);
 #pragma unroll
-    for (int e = 0; e < 8; ++e) out[e] = WT::Load(h, e);
+    for (int e = 0; e < 4; ++e) out[e] = __uint_as_float(words[e]);
+  } else {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) out[e] = WT::FromBits((words[e / 2] >> (16 * (e % 2))) & 0xffffu);
   }
 }
 

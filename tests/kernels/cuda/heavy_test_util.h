@@ -28,7 +28,7 @@ inline StatusOr<DeviceLimits> DeviceOrReason() {
   if (!limits_var##_or.ok()) {                                                            \
     GTEST_SKIP() << "no CUDA device, GPU test skipped: " << limits_var##_or.status().message(); \
   }                                                                                       \
-  const ::g4::cuda::DeviceLimits limits_var = *limits_var##_or
+  [[maybe_unused]] const ::g4::cuda::DeviceLimits limits_var = *limits_var##_or
 
 // Raw device memory holding a copy of `bytes` host bytes (or zeroed), freed on destruction.
 class DeviceBytes {
