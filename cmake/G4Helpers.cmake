@@ -1,7 +1,15 @@
 set(G4_WARNINGS -Wall -Wextra -Wno-unused-parameter)
-if(G4_SANITIZE)
+# G4_SANITIZE: OFF | address (ON, TRUE, 1 too: the option used to be a bool) | thread.
+string(TOLOWER "${G4_SANITIZE}" g4_sanitize)
+if(g4_sanitize STREQUAL "thread")
+  # TSan cannot be combined with ASan; it instruments every access, so keep some optimization.
+  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer -g)
+  add_link_options(-fsanitize=thread)
+elseif(g4_sanitize MATCHES "^(address|on|true|yes|1)$")
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer)
   add_link_options(-fsanitize=address,undefined)
+elseif(NOT g4_sanitize MATCHES "^(off|false|no|0|)$")
+  message(FATAL_ERROR "G4_SANITIZE must be OFF, address or thread, not '${G4_SANITIZE}'")
 endif()
 
 # g4_library(target dir): a static library of src/<dir>/*.cc (recursive: subfolders of a
@@ -33,5 +41,7 @@ function(g4_test_suite dir)
   target_compile_definitions(${target} PRIVATE G4_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
                              G4_BINARY_DIR="${PROJECT_BINARY_DIR}")
   include(GoogleTest)
-  gtest_discover_tests(${target} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} DISCOVERY_TIMEOUT 60)
+  # Labelled with the folder, so a stage can pick suites (scripts/test.sh: ctest -L).
+  gtest_discover_tests(${target} WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} DISCOVERY_TIMEOUT 60
+                       PROPERTIES LABELS ${dir})
 endfunction()

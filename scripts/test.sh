@@ -1,8 +1,111 @@
 #!/usr/bin/env bash
-# Builds g4 and runs the whole test suite with ctest; ends with ctest's summary line.
-# Golden-logit tests read ../shared/golden when it exists beside the repo.
-set -euo pipefail
+# Builds g4 and runs the test suite in stages; each prints its ctest summary, and the last line
+# is "ci: N passed, M failed" (the sum over stages). Exit status 1 if anything failed.
+#   main  the normal build (scripts/build.sh, into $G4_BUILD_DIR or build/) + the whole ctest
+#   asan  ASan+UBSan build of every test binary (build-asan/, benchmarks off), ctest with leak
+#         detection; the node-driven server tests (label e2e) are left out: under ASan they
+#         take minutes and the server code they drive is covered by the unit suites
+#   tsan  ThreadSanitizer build of just the runtime (scheduler) and server test binaries
+#         (build-tsan/), ctest on those two suites
+#   fuzz  scripts/fuzz.sh --smoke, when that script exists and is executable
+# Pick stages with G4_CI_STAGES (default "main asan tsan fuzz"), e.g. G4_CI_STAGES=main.
+# Extra arguments go to the main stage's ctest. Golden-logit tests read ../shared/golden
+# when it exists beside the repo. The sanitizer builds never compile CUDA (-DG4_CUDA=OFF).
+set -uo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/build.sh
-BUILD_DIR="${G4_BUILD_DIR:-build}"
-ctest --test-dir "$BUILD_DIR" --output-on-failure -j "${G4_JOBS:-$(nproc)}" "$@"
+STAGES="${G4_CI_STAGES:-main asan tsan fuzz}"
+JOBS="${G4_JOBS:-$(nproc)}"
+total_passed=0
+total_failed=0
+
+# Adds a stage's counts from ctest's "NN% tests passed, F tests failed out of T" line; a
+# stage without that line (a build that broke, a crash) counts as one failure.
+count() {
+  local stage="$1" log="$2" summary
+  summary=$(grep -E '[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -1)
+  if [[ -z "$summary" ]]; then
+    echo "ci: $stage: no ctest summary (build or run failed)"
+    total_failed=$((total_failed + 1))
+    return
+  fi
+  local failed total
+  failed=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/' <<<"$summary")
+  total=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\2/' <<<"$summary")
+  echo "ci: $stage: $summary"
+  total_passed=$((total_passed + total - failed))
+  total_failed=$((total_failed + failed))
+}
+
+# run_stage NAME COMMAND...: runs it with output shown and kept for count().
+run_stage() {
+  local name="$1"
+  shift
+  local log
+  log=$(mktemp)
+  echo "=== ci stage: $name ==="
+  "$@" 2>&1 | tee "$log"
+  count "$name" "$log"
+  rm -f "$log"
+}
+
+stage_main() {
+  bash scripts/build.sh || return 1
+  ctest --test-dir "${G4_BUILD_DIR:-build}" --output-on-failure -j "$JOBS" "$@"
+}
+
+stage_asan() {
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Release -DG4_CUDA=OFF \
+    -DG4_SANITIZE=address -DG4_BUILD_BENCHMARKS=OFF >/dev/null || return 1
+  cmake --build build-asan -j "$JOBS" || return 1
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    ctest --test-dir build-asan --output-on-failure -j "$JOBS" -LE e2e
+}
+
+stage_tsan() {
+  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DG4_CUDA=OFF \
+    -DG4_SANITIZE=thread -DG4_BUILD_BENCHMARKS=OFF >/dev/null || return 1
+  cmake --build build-tsan -j "$JOBS" --target g4_runtime_tests g4_server_tests || return 1
+  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/scripts/tsan.supp" \
+    ctest --test-dir build-tsan --output-on-failure -j "$JOBS" -L '^(runtime|server)$'
+}
+
+for stage in $STAGES; do
+  case "$stage" in
+    main) run_stage main stage_main "$@" ;;
+    asan) run_stage asan stage_asan ;;
+    tsan) run_stage tsan stage_tsan ;;
+    fuzz)
+      if [[ -x scripts/fuzz.sh ]]; then
+        echo "=== ci stage: fuzz ==="
+        log=$(mktemp)
+        scripts/fuzz.sh --smoke 2>&1 | tee "$log"
+        rc=${PIPESTATUS[0]}
+        # Its summary line ("... N passed, M failed") if it prints one, else its exit status.
+        line=$(grep -E '[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
+        if [[ -n "$line" ]]; then
+          p=$(sed -E 's/^/ /; s/.*[^0-9]([0-9]+) passed, ([0-9]+) failed.*/\1/' <<<"$line")
+          f=$(sed -E 's/^/ /; s/.*[^0-9]([0-9]+) passed, ([0-9]+) failed.*/\2/' <<<"$line")
+          ((rc != 0 && f == 0)) && f=1
+        elif ((rc == 0)); then
+          p=1 f=0
+        else
+          p=0 f=1
+        fi
+        echo "ci: fuzz: $p passed, $f failed (exit $rc)"
+        total_passed=$((total_passed + p))
+        total_failed=$((total_failed + f))
+        rm -f "$log"
+      else
+        echo "ci: fuzz: skipped (no executable scripts/fuzz.sh)"
+      fi
+      ;;
+    *)
+      echo "ci: unknown stage '$stage' (main asan tsan fuzz)"
+      total_failed=$((total_failed + 1))
+      ;;
+  esac
+done
+
+echo "ci: $total_passed passed, $total_failed failed"
+((total_failed == 0))

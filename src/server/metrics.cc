@@ -171,6 +171,11 @@ std::string Metrics::Render() const {
         static_cast<double>(load(waiting_)));
   gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.",
         load(kv_usage_));
+  gauge("g4:kv_cache_blocks_in_use",
+        "KV-cache blocks (of the full-attention layers) held by running requests.",
+        static_cast<double>(load(kv_blocks_)));
+  gauge("g4:kv_cache_bytes_in_use", "KV-cache bytes (rings and blocks) held by running requests.",
+        static_cast<double>(load(kv_bytes_)));
   gauge("g4:decode_tokens_per_second",
         "Decode steps per second over decode time alone (prefill excluded).", load(decode_rate_));
 

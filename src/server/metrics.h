@@ -54,6 +54,10 @@ class Metrics {
   void SetRequestsRunning(int64_t n) { running_.store(n, std::memory_order_relaxed); }
   void SetRequestsWaiting(int64_t n) { waiting_.store(n, std::memory_order_relaxed); }
   void SetKvCacheUsage(double fraction) { kv_usage_.store(fraction, std::memory_order_relaxed); }
+  // KV memory the running sequences have allocated: blocks of the full-attention layers and
+  // bytes (rings + blocks). Both return to 0 when no request runs, so a leak shows here.
+  void SetKvBlocksInUse(int64_t n) { kv_blocks_.store(n, std::memory_order_relaxed); }
+  void SetKvBytesInUse(int64_t n) { kv_bytes_.store(n, std::memory_order_relaxed); }
   // Decode steps per second over decode time alone (prefill excluded).
   void SetDecodeTokensPerSecond(double rate) {
     decode_rate_.store(rate, std::memory_order_relaxed);
@@ -83,7 +87,7 @@ class Metrics {
 
  private:
   std::string labels_;  // model_name="..." (escaped)
-  std::atomic<int64_t> running_{0}, waiting_{0};
+  std::atomic<int64_t> running_{0}, waiting_{0}, kv_blocks_{0}, kv_bytes_{0};
   std::atomic<double> kv_usage_{0}, decode_rate_{0};
   std::atomic<uint64_t> prompt_tokens_{0}, generation_tokens_{0}, degenerate_{0};
   std::array<std::atomic<uint64_t>, kNumFinishedReasons> success_{};

@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "core/log.h"
@@ -245,8 +246,8 @@ Server::Server(ServerOptions options, Metrics* metrics)
   http_->set_keep_alive_max_count(1000);
   // Idle keep-alive connections hold an HTTP thread, and Stop() waits for them: keep it short.
   http_->set_keep_alive_timeout(5);
-  http_->set_read_timeout(30, 0);
-  http_->set_write_timeout(30, 0);
+  http_->set_read_timeout(std::max(1, options_.read_timeout_s), 0);
+  http_->set_write_timeout(std::max(1, options_.write_timeout_s), 0);
   http_->set_payload_max_length(options_.max_body_bytes);
   Routes();
 }
@@ -319,6 +320,8 @@ void Server::Routes() {
       metrics_->SetRequestsRunning(st.running);
       metrics_->SetRequestsWaiting(st.waiting);
       metrics_->SetKvCacheUsage(st.kv_cache_usage);
+      metrics_->SetKvBlocksInUse(st.kv_blocks_in_use);
+      metrics_->SetKvBytesInUse(st.kv_bytes_in_use);
     }
     res.set_content(metrics_->Render(), std::string(Metrics::kContentType));
   });

@@ -33,6 +33,12 @@ struct ServerOptions {
   std::string api_key;                     // empty: no auth
   size_t max_body_bytes = size_t{32} << 20;
   int max_http_threads = 256;
+  // Per-read and per-write socket timeouts. cpp-httplib 0.11.4 applies them to each recv/send,
+  // not to a whole request: a client silent for read_timeout_s mid-headers or mid-body is
+  // dropped (freeing its thread); one that trickles bytes is bounded only by the 8 KiB header
+  // cap times this, which is why it is short. Writes: a reader stalled this long is cancelled.
+  int read_timeout_s = 10;
+  int write_timeout_s = 30;
 };
 
 // What the routes need once the model is loaded.

@@ -130,6 +130,7 @@ TEST(MetricsTest, FreshRegistryExposesEveryNameWithTheModelLabel) {
   const std::map<std::string, std::string> types = {
       {"vllm:num_requests_running", "gauge"},     {"vllm:num_requests_waiting", "gauge"},
       {"vllm:kv_cache_usage_perc", "gauge"},      {"g4:decode_tokens_per_second", "gauge"},
+      {"g4:kv_cache_blocks_in_use", "gauge"},     {"g4:kv_cache_bytes_in_use", "gauge"},
       {"vllm:prompt_tokens_total", "counter"},    {"vllm:generation_tokens_total", "counter"},
       {"vllm:request_success_total", "counter"},  {"g4:degenerate_responses_total", "counter"},
       {"vllm:time_to_first_token_seconds", "histogram"},
@@ -158,6 +159,8 @@ TEST(MetricsTest, CountersAndGaugesReadBack) {
   metrics.SetRequestsWaiting(7);
   metrics.SetKvCacheUsage(0.25);
   metrics.SetDecodeTokensPerSecond(123.5);
+  metrics.SetKvBlocksInUse(12);
+  metrics.SetKvBytesInUse(3 << 20);
   metrics.AddPromptTokens(100);
   metrics.AddPromptTokens(-5);  // ignored: counters never go down
   metrics.AddGenerationTokens(42);
@@ -172,6 +175,8 @@ TEST(MetricsTest, CountersAndGaugesReadBack) {
   EXPECT_EQ(Value(e, "vllm:num_requests_waiting"), 7);
   EXPECT_EQ(Value(e, "vllm:kv_cache_usage_perc"), 0.25);
   EXPECT_EQ(Value(e, "g4:decode_tokens_per_second"), 123.5);
+  EXPECT_EQ(Value(e, "g4:kv_cache_blocks_in_use"), 12);
+  EXPECT_EQ(Value(e, "g4:kv_cache_bytes_in_use"), 3 << 20);
   EXPECT_EQ(Value(e, "vllm:prompt_tokens_total"), 100);
   EXPECT_EQ(Value(e, "vllm:generation_tokens_total"), 42);
   EXPECT_EQ(Value(e, "vllm:request_success_total", {{"finished_reason", "stop"}}), 2);

@@ -62,6 +62,22 @@ std::string SequenceKvCache::Describe() const {
   return buf;
 }
 
+size_t SequenceKvCache::num_blocks() const {
+  size_t n = 0;
+  for (const auto& slot : layers_) {
+    if (const auto* blocks = std::get_if<BlockKvCache>(&slot)) n += blocks->num_blocks();
+  }
+  return n;
+}
+
+size_t SequenceKvCache::allocated_bytes() const {
+  size_t n = ring_bytes_;
+  for (const auto& slot : layers_) {
+    if (const auto* blocks = std::get_if<BlockKvCache>(&slot)) n += blocks->bytes();
+  }
+  return n;
+}
+
 void SequenceKvCache::Reset() {
   size_ = 0;
   for (auto& slot : layers_) {

@@ -37,6 +37,10 @@ class SequenceKvCache : public KvStore {
   // What the cache holds at max_context: ring_bytes + max_context * bytes_per_token.
   size_t reserved_bytes() const { return ring_bytes_ + bytes_per_token_ * max_context_; }
   int num_cached_layers() const { return num_cached_layers_; }
+  // Blocks the full layers have allocated so far (they grow with the sequence) and the bytes
+  // held now: the rings plus those blocks. The server's /metrics sums these over sequences.
+  size_t num_blocks() const;
+  size_t allocated_bytes() const;
   // "KV cache: 15 of 35 layers own K/V (12 sliding rings of 512, 3 full); 6144 B/token; ..."
   std::string Describe() const;
   void Reset();

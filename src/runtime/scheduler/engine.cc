@@ -145,11 +145,48 @@ EngineStats Engine::Stats() const {
   s.running = running_count_;
   s.waiting = static_cast<int>(waiting_.size());
   s.kv_cache_usage = kv_budget_bytes_ ? static_cast<double>(reserved_bytes_) / kv_budget_bytes_ : 0.0;
+  s.kv_blocks_in_use = kv_blocks_in_use_;
+  s.kv_bytes_in_use = kv_bytes_in_use_;
   return s;
+}
+
+void Engine::DropCancelledWaiting() {
+  std::vector<std::shared_ptr<RequestHandle>> dropped;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      if (it->second->cancelled()) {
+        dropped.push_back(std::move(it->second));
+        it = waiting_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& handle : dropped) {
+    RequestEvent ev;
+    ev.kind = RequestEvent::Kind::kFinished;
+    ev.result.finish_reason = "cancelled";
+    if (observer_) observer_->OnFinished(ev.result, 0.0);
+    handle->Push(std::move(ev));
+  }
+}
+
+void Engine::UpdateKvStats() {
+  int64_t blocks = 0, bytes = 0;
+  for (const auto& a : active_) {
+    if (a->seq->finished()) continue;
+    blocks += static_cast<int64_t>(a->cache->num_blocks());
+    bytes += static_cast<int64_t>(a->cache->allocated_bytes());
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  kv_blocks_in_use_ = blocks;
+  kv_bytes_in_use_ = bytes;
 }
 
 void Engine::Loop() {
   for (;;) {
+    DropCancelledWaiting();
     std::deque<std::pair<EngineRequest, std::shared_ptr<RequestHandle>>> admitted;
     {
       std::unique_lock<std::mutex> lock(mu_);
@@ -163,12 +200,17 @@ void Engine::Loop() {
     }
     Admit(admitted);
     Step();
+    UpdateKvStats();
   }
-  for (auto& a : active_) Finish(*a, "cancelled");
+  for (auto& a : active_) {
+    if (!a->seq->finished()) Finish(*a, "cancelled");
+  }
   active_.clear();
   std::lock_guard<std::mutex> lock(mu_);
   running_count_ = 0;
   reserved_bytes_ = 0;
+  kv_blocks_in_use_ = 0;
+  kv_bytes_in_use_ = 0;
 }
 
 void Engine::Admit(std::deque<std::pair<EngineRequest, std::shared_ptr<RequestHandle>>>& batch) {
@@ -236,6 +278,8 @@ void Engine::Finish(Active& a, const std::string& reason) {
     std::lock_guard<std::mutex> lock(mu_);
     --running_count_;
     reserved_bytes_ -= a.cache->reserved_bytes();
+    kv_blocks_in_use_ = std::max<int64_t>(0, kv_blocks_in_use_ - static_cast<int64_t>(a.cache->num_blocks()));
+    kv_bytes_in_use_ = std::max<int64_t>(0, kv_bytes_in_use_ - static_cast<int64_t>(a.cache->allocated_bytes()));
   }
   a.handle->Push(std::move(ev));
 }

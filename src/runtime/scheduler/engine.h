@@ -44,6 +44,10 @@ struct EngineStats {
   int running = 0;
   int waiting = 0;
   double kv_cache_usage = 0.0;  // reserved KV bytes of running sequences / the batch's budget
+  // KV memory actually allocated by running sequences (refreshed after every step): blocks of
+  // the full-attention layers, and bytes (rings + blocks). Both fall to 0 once all finish.
+  int64_t kv_blocks_in_use = 0;
+  int64_t kv_bytes_in_use = 0;
 };
 
 class Engine {
@@ -75,6 +79,11 @@ class Engine {
   void Admit(std::deque<std::pair<EngineRequest, std::shared_ptr<RequestHandle>>>& batch);
   void Step();
   void Finish(Active& a, const std::string& reason);
+  // Ends queued requests whose submitter cancelled them, before they cost a cache (engine
+  // thread; they also stop holding a place in the queue).
+  void DropCancelledWaiting();
+  // Recomputes the KV-in-use stats from active_ (engine thread).
+  void UpdateKvStats();
 
   const Gemma4Model& model_;
   Backend& backend_;
@@ -90,6 +99,7 @@ class Engine {
   bool stop_ = false;
   int running_count_ = 0;
   size_t reserved_bytes_ = 0;
+  int64_t kv_blocks_in_use_ = 0, kv_bytes_in_use_ = 0;
 
   std::vector<std::unique_ptr<Active>> active_;  // engine thread only
   std::thread thread_;

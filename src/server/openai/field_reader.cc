@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include "server/openai/json_utf8.h"
+
 namespace g4::openai {
 
 std::string JsonTypePhrase(const nlohmann::json& value) {
@@ -87,6 +89,15 @@ ApiResult<nlohmann::json> ParseJsonObject(std::string_view body) {
   if (NestingDepth(body, kMaxJsonDepth) > kMaxJsonDepth) {
     return BadRequest("The request body is nested deeper than " + std::to_string(kMaxJsonDepth) +
                       " levels");
+  }
+  // Before the parser, which would only say "ill-formed UTF-8 byte" at a column.
+  if (auto fault = FindUtf8Fault(body)) {
+    const std::string at = " (byte " + std::to_string(fault->offset) + ")";
+    if (fault->path.empty()) {
+      return BadRequest("The request body is not valid UTF-8" + at);
+    }
+    return BadRequest("Invalid UTF-8 in " + std::string(fault->in_key ? "a key of " : "") +
+                          "`" + fault->path + "`" + at, fault->path);
   }
   nlohmann::json parsed;
   try {

@@ -125,6 +125,76 @@ TEST(EngineTest, CancelFreesTheSlotWithinAStep) {
   engine.Shutdown(1s);
 }
 
+TEST(EngineTest, CancelledQueuedRequestIsDroppedWithoutRunning) {
+  auto model = TinyModel();
+  ASSERT_NE(model, nullptr);
+  Backend backend(BackendKind::kCpu, 0);
+  EngineOptions eo;
+  eo.max_batch = 1;
+  eo.max_waiting = 1;
+  eo.ctx_size = 512;
+  Engine engine(*model, backend, nullptr, eo);
+  engine.Start();
+  EngineRequest req;
+  req.prompt = Prompt(10, 1);
+  req.options = Greedy(400);
+  auto running = engine.Submit(req);
+  ASSERT_TRUE(running.ok());
+  RequestEvent ev;
+  ASSERT_TRUE((*running)->Next(&ev, 30s));  // the only slot is taken
+  auto queued = engine.Submit(req);
+  ASSERT_TRUE(queued.ok());
+  EXPECT_EQ(engine.Stats().waiting, 1);
+  (*queued)->Cancel();  // a client that left while waiting
+  const GenerationResult r = Wait(**queued);
+  EXPECT_EQ(r.finish_reason, "cancelled");
+  EXPECT_TRUE(r.tokens.empty());  // it never ran
+  EXPECT_EQ(engine.Stats().waiting, 0);
+  EXPECT_EQ(engine.Stats().running, 1);  // the running one is untouched
+  EXPECT_TRUE(engine.Submit(req).ok());  // and its place in the queue is free again
+  engine.Shutdown(0ms);
+}
+
+TEST(EngineTest, KvBlocksInUseFollowRunningSequences) {
+  auto model = TinyModel();
+  ASSERT_NE(model, nullptr);
+  Backend backend(BackendKind::kCpu, 0);
+  EngineOptions eo;
+  eo.max_batch = 2;
+  eo.ctx_size = 512;
+  Engine engine(*model, backend, nullptr, eo);
+  engine.Start();
+  EXPECT_EQ(engine.Stats().kv_blocks_in_use, 0);
+  EngineRequest req;
+  req.prompt = Prompt(20, 3);
+  req.options = Greedy(400);
+  auto a = engine.Submit(req);
+  auto b = engine.Submit(req);
+  ASSERT_TRUE(a.ok() && b.ok());
+  RequestEvent ev;
+  ASSERT_TRUE((*a)->Next(&ev, 30s));
+  ASSERT_TRUE((*b)->Next(&ev, 30s));
+  // Both have run a step; the stats are refreshed right after it.
+  EngineStats st;
+  for (int i = 0; i < 100; ++i) {
+    st = engine.Stats();
+    if (st.kv_blocks_in_use >= 2) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_GE(st.kv_blocks_in_use, 2);  // at least one block per sequence (tiny has full layers)
+  EXPECT_GT(st.kv_bytes_in_use, 0);
+  (*a)->Cancel();
+  Wait(**a);
+  const EngineStats one = engine.Stats();  // freed before the finished event was sent
+  EXPECT_LT(one.kv_blocks_in_use, st.kv_blocks_in_use + 2);
+  EXPECT_GT(one.kv_blocks_in_use, 0);
+  (*b)->Cancel();
+  Wait(**b);
+  EXPECT_EQ(engine.Stats().kv_blocks_in_use, 0);
+  EXPECT_EQ(engine.Stats().kv_bytes_in_use, 0);
+  engine.Shutdown(0ms);
+}
+
 TEST(EngineTest, FullQueueAndBadRequestsAreRefused) {
   auto model = TinyModel();
   ASSERT_NE(model, nullptr);

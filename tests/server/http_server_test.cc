@@ -1,0 +1,189 @@
+// The HTTP glue (server/server.cc) in-process, with a tiny random model and a byte tokenizer:
+// concurrent streams beside a client that leaves mid-stream and a /metrics poller (the case
+// the tsan stage of scripts/test.sh exists for), a silent half-sent request dropped after the
+// read timeout, and shutdown with streams in flight.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "model/synthetic.h"
+#include "runtime/scheduler/engine.h"
+#include "server/metrics.h"
+#include "server/server.h"
+#include "tokenizer/test_util.h"
+#include "tokenizer/tokenizer.h"
+
+namespace g4 {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const fs::path dir = fs::path(::testing::TempDir()) / "g4_http_tiny";
+    if (!fs::exists(dir / "config.json")) {
+      SyntheticOptions o;
+      o.preset = "tiny";
+      o.dtype = DType::kBF16;
+      o.seed = 5;
+      ASSERT_TRUE(WriteSyntheticCheckpoint(o, dir.string()).ok());
+    }
+    auto m = Gemma4Model::Load(dir.string());
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    model_ = std::move(*m);
+    // Bytes only: sampled ids past 255 decode to nothing, which the stream tolerates.
+    auto t = Tokenizer::FromJsonText(tokenizer_test::MakeTokenizerJson({}, {}), "bytes");
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    tokenizer_ = std::move(*t);
+    backend_ = std::make_unique<Backend>(BackendKind::kCpu, 1);
+    EngineOptions eo;
+    eo.max_batch = 3;
+    eo.max_waiting = 8;
+    eo.ctx_size = 256;
+    engine_ = std::make_unique<Engine>(*model_, *backend_, tokenizer_.get(), eo);
+    engine_->Start();
+    ServerOptions so;
+    so.port = 0;
+    so.read_timeout_s = 1;
+    server_ = std::make_unique<Server>(so, &metrics_);
+    ASSERT_TRUE(server_->Bind().ok());
+    server_->Start();
+    ServingState st;
+    st.model = model_.get();
+    st.tokenizer = tokenizer_.get();
+    st.engine = engine_.get();
+    st.defaults.model_name = "tiny";
+    st.defaults.max_model_len = eo.ctx_size;
+    server_->SetReady(st);
+  }
+
+  void TearDown() override {
+    if (engine_) engine_->Shutdown(0ms);
+    if (server_) server_->Stop();
+  }
+
+  // A streaming completion of prompt ids with one logprobs chunk per token.
+  static std::string Body(int salt, int max_tokens) {
+    return R"({"prompt":[2,)" + std::to_string(10 + salt) + "," + std::to_string(40 + salt) +
+           R"(],"max_tokens":)" + std::to_string(max_tokens) +
+           R"(,"ignore_eos":true,"temperature":0,"logprobs":0,"stream":true})";
+  }
+
+  // Streams one request; returns the body read (stops reading after `stop_after` chunks).
+  std::string Stream(int salt, int max_tokens, int stop_after = -1) {
+    httplib::Client cli("127.0.0.1", server_->port());
+    cli.set_read_timeout(60, 0);
+    std::string got;
+    int chunks = 0;
+    httplib::Request req;
+    req.method = "POST";
+    req.path = "/v1/completions";
+    req.body = Body(salt, max_tokens);
+    req.set_header("Content-Type", "application/json");
+    req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+      got.append(data, n);
+      return stop_after < 0 || ++chunks < stop_after;
+    };
+    cli.send(req);
+    return got;
+  }
+
+  int64_t Count(const std::string& text, const std::string& what) {
+    int64_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  }
+
+  std::unique_ptr<Gemma4Model> model_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Engine> engine_;
+  Metrics metrics_{"tiny"};
+  std::unique_ptr<Server> server_;
+};
+
+TEST_F(HttpServerTest, ConcurrentStreamsWithADepartingClientAndAMetricsPoller) {
+  std::atomic<bool> done{false};
+  std::thread poller([&] {
+    httplib::Client cli("127.0.0.1", server_->port());
+    while (!done.load()) {
+      auto r = cli.Get("/metrics");
+      EXPECT_TRUE(r && r->status == 200);
+      std::this_thread::sleep_for(5ms);
+    }
+  });
+  std::vector<std::string> bodies(5);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 5; ++i) {
+    clients.emplace_back([&, i] { bodies[i] = Stream(i, 12); });
+  }
+  std::string left = Stream(9, 200, /*stop_after=*/2);  // leaves after two chunks
+  for (auto& t : clients) t.join();
+  done.store(true);
+  poller.join();
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(Count(bodies[i], "\"logprobs\":{"), 12) << bodies[i];
+    EXPECT_THAT(bodies[i], ::testing::HasSubstr("data: [DONE]"));
+  }
+  EXPECT_THAT(left, ::testing::Not(::testing::HasSubstr("[DONE]")));
+  // The departed client's request is cancelled and everything is freed.
+  EngineStats st;
+  for (int i = 0; i < 200; ++i) {
+    st = engine_->Stats();
+    if (st.running == 0 && st.kv_blocks_in_use == 0) break;
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_EQ(st.running, 0);
+  EXPECT_EQ(st.waiting, 0);
+  EXPECT_EQ(st.kv_blocks_in_use, 0);
+  EXPECT_EQ(st.kv_bytes_in_use, 0);
+}
+
+TEST_F(HttpServerTest, HalfSentRequestIsDroppedAfterTheReadTimeout) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(server_->port()));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const std::string part = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\n{\"pro";
+  ASSERT_EQ(write(fd, part.data(), part.size()), static_cast<ssize_t>(part.size()));
+  const auto t0 = std::chrono::steady_clock::now();
+  // Meanwhile others are served.
+  httplib::Client cli("127.0.0.1", server_->port());
+  auto health = cli.Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  char buf[256];
+  const ssize_t n = read(fd, buf, sizeof buf);  // returns when the server closes (or answers)
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  close(fd);
+  EXPECT_LE(n, 0) << "the server answered a half-sent request";
+  EXPECT_GE(waited, 0.5);
+  EXPECT_LT(waited, 10.0);
+}
+
+TEST_F(HttpServerTest, ShutdownEndsStreamsInFlight) {
+  std::vector<std::string> bodies(3);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 3; ++i) clients.emplace_back([&, i] { bodies[i] = Stream(i, 250); });
+  for (int i = 0; i < 500 && engine_->Stats().running < 3; ++i) std::this_thread::sleep_for(10ms);
+  engine_->Shutdown(0ms);
+  server_->Stop();
+  for (auto& t : clients) t.join();
+  for (const std::string& b : bodies) EXPECT_THAT(b, ::testing::HasSubstr("data: [DONE]"));
+}
+
+}  // namespace
+}  // namespace g4
