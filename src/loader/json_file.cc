@@ -21,11 +21,41 @@ std::string StripExceptionTag(const char* what) {
   return s;
 }
 
+// The byte offset of the first bracket nested deeper than `limit` (outside strings), or npos.
+// Malformed JSON is left to the parser, which reports where it breaks.
+size_t TooDeepAt(std::string_view text, int limit) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return i;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return std::string_view::npos;
+}
+
 }  // namespace
 
 StatusOr<nlohmann::json> ParseJson(std::string_view text, const std::string& what_for_messages,
                                    const nlohmann::json::parser_callback_t& callback) {
   const std::string prefix = what_for_messages + ": malformed JSON: ";
+  if (const size_t at = TooDeepAt(text, kMaxJsonFileDepth); at != std::string_view::npos) {
+    return InvalidArgument(prefix + "at byte " + std::to_string(at) + ": nested deeper than " +
+                           std::to_string(kMaxJsonFileDepth) + " levels");
+  }
   try {
     return nlohmann::json::parse(text.begin(), text.end(), callback, /*allow_exceptions=*/true);
   } catch (const nlohmann::json::parse_error& e) {

@@ -11,8 +11,14 @@
 
 namespace g4 {
 
+// Deepest nesting of arrays/objects the parsers accept: checkpoint JSON is a few levels deep,
+// and a deeper hostile file would make nlohmann's recursive dump() and comparisons overflow the
+// stack.
+inline constexpr int kMaxJsonFileDepth = 128;
+
 // Reads and parses `path`. NotFound if it does not exist; InvalidArgument
-// "PATH: malformed JSON: ..." (with the byte position) if it does not parse.
+// "PATH: malformed JSON: ..." (with the byte position) if it does not parse or nests deeper
+// than kMaxJsonFileDepth.
 StatusOr<nlohmann::json> ReadJsonFile(const std::string& path);
 
 // Parses `text`; `what_for_messages` (usually a path) starts every error message.
