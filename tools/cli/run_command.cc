@@ -10,6 +10,7 @@
 #include "runtime/generator.h"
 #include "sampling_flags.h"
 #include "tokenizer/chat.h"
+#include "tokenizer/model_tokenizer.h"
 #include "tokenizer/stream_decoder.h"
 #include "tokenizer/tokenizer.h"
 
@@ -33,15 +34,16 @@ int Run(RunArgs& a) {
   auto model = Gemma4Model::Load(a.model_dir);
   if (!model.ok()) return fail(model.status());
   Backend backend(*kind, a.threads);
-  LogInfo("device policy: " + backend.PolicyString() + " weights=" + (*model)->WeightDTypes());
   if (!backend.status().ok()) return fail(backend.status());  // e.g. cuda without a device
-  auto tok = Tokenizer::Load(a.model_dir);
-  if (!tok.ok()) return fail(tok.status().WithContext("tokenizer of " + a.model_dir));
+  LogInfo("device policy: " + backend.PolicyString() + " weights=" + (*model)->WeightDTypes());
+  // A .gguf model carries its tokenizer and chat template in its metadata.
+  auto model_tok = LoadModelTokenizer(a.model_dir);
+  if (!model_tok.ok()) return fail(model_tok.status().WithContext("tokenizer of " + a.model_dir));
+  const std::unique_ptr<Tokenizer>* tok = &model_tok->tokenizer;
 
   std::vector<int32_t> prompt;
   if (a.chat) {
-    auto style = DetectChatStyle(a.model_dir);
-    if (!style.ok()) return fail(style.status());
+    const ChatStyle* style = &model_tok->chat_style;
     ChatOptions co;
     co.enable_thinking = a.think;
     co.style = *style;

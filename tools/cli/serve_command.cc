@@ -18,6 +18,7 @@
 #include "server/openai/response.h"
 #include "server/server.h"
 #include "tokenizer/chat.h"
+#include "tokenizer/model_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace g4::cli {
@@ -60,12 +61,13 @@ int Run(ServeArgs& a) {
   auto model = Gemma4Model::Load(a.model_dir);
   if (!model.ok()) return fail(model.status());
   Backend backend(*kind, a.threads);
-  LogInfo("device policy: " + backend.PolicyString() + " weights=" + (*model)->WeightDTypes());
   if (!backend.status().ok()) return fail(backend.status());  // e.g. cuda without a device
-  auto tokenizer = Tokenizer::Load(a.model_dir);
-  if (!tokenizer.ok()) return fail(tokenizer.status().WithContext("tokenizer of " + a.model_dir));
-  auto style = DetectChatStyle(a.model_dir);
-  if (!style.ok()) return fail(style.status());
+  LogInfo("device policy: " + backend.PolicyString() + " weights=" + (*model)->WeightDTypes());
+  // A .gguf model carries its tokenizer and chat template in its metadata.
+  auto model_tok = LoadModelTokenizer(a.model_dir);
+  if (!model_tok.ok()) return fail(model_tok.status().WithContext("tokenizer of " + a.model_dir));
+  const std::unique_ptr<Tokenizer>* tokenizer = &model_tok->tokenizer;
+  const ChatStyle* style = &model_tok->chat_style;
   const ModelConfig& config = (*model)->config();
   if (a.engine.ctx_size > config.max_position_embeddings) {
     return fail(InvalidArgument("--ctx-size " + std::to_string(a.engine.ctx_size) +

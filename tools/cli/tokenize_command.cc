@@ -16,8 +16,11 @@
 
 #include "commands.h"
 #include "core/log.h"
+#include "loader/gguf.h"
 #include "loader/json_file.h"
 #include "tokenizer/chat.h"
+#include "tokenizer/gguf_vocab.h"
+#include "tokenizer/model_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
 
@@ -29,6 +32,12 @@ using Clock = std::chrono::steady_clock;
 int Fail(const Status& s) {
   LogError(s.ToString());
   return 1;
+}
+
+// A checkpoint directory, a tokenizer.json, or a .gguf file (tokenizer from its metadata).
+StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& model) {
+  G4_ASSIGN_OR_RETURN(ModelTokenizer m, LoadModelTokenizer(model));
+  return std::move(m.tokenizer);
 }
 
 StatusOr<std::string> ReadFileBytes(const std::string& path) {
@@ -85,6 +94,9 @@ StatusOr<std::string> RenderChatFile(const TokenizeOptions& o) {
   std::error_code ec;
   if (std::filesystem::is_directory(o.model, ec)) {
     G4_ASSIGN_OR_RETURN(options.style, DetectChatStyle(o.model));
+  } else if (IsGgufModelPath(o.model)) {
+    G4_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> gguf, GgufFile::Open(o.model));
+    G4_ASSIGN_OR_RETURN(options.style, ChatStyleFromGguf(*gguf));
   }
   StatusOr<std::string> text = RenderChat(messages, tools, options);
   if (!text.ok()) return text.status().WithContext(o.chat);
@@ -128,7 +140,7 @@ int RunTokenize(const TokenizeOptions& o) {
     return 0;
   }
   const auto t0 = Clock::now();
-  auto tok = Tokenizer::Load(o.model);
+  auto tok = LoadTokenizer(o.model);
   if (!tok.ok()) return Fail(tok.status());
   const double load_ms = Ms(t0, Clock::now());
   EncodeOptions eo;
@@ -204,7 +216,7 @@ StatusOr<std::vector<int32_t>> ParseIdList(const std::string& text) {
 
 int RunDetokenize(const DetokenizeOptions& o) {
   if (o.ids.empty() == o.batch.empty()) return Fail(InvalidArgument("give one of --ids, --batch"));
-  auto tok = Tokenizer::Load(o.model);
+  auto tok = LoadTokenizer(o.model);
   if (!tok.ok()) return Fail(tok.status());
   DecodeOptions d;
   d.skip_special = o.skip_special;
@@ -246,7 +258,7 @@ int RunDetokenize(const DetokenizeOptions& o) {
 RunFn AddTokenizeCommand(CLI::App& app) {
   auto o = std::make_shared<TokenizeOptions>();
   CLI::App* sub = app.add_subcommand("tokenize", "Print the token ids of a text as a JSON array");
-  sub->add_option("--model", o->model, "Checkpoint directory or tokenizer.json")->required();
+  sub->add_option("--model", o->model, "Checkpoint directory, tokenizer.json or .gguf file")->required();
   sub->add_option("--text", o->text, "The text");
   sub->add_option("--file", o->file, "Read the text from this file (bytes as they are)");
   sub->add_option("--chat", o->chat,
@@ -269,7 +281,7 @@ RunFn AddTokenizeCommand(CLI::App& app) {
 RunFn AddDetokenizeCommand(CLI::App& app) {
   auto o = std::make_shared<DetokenizeOptions>();
   CLI::App* sub = app.add_subcommand("detokenize", "Print the text of token ids");
-  sub->add_option("--model", o->model, "Checkpoint directory or tokenizer.json")->required();
+  sub->add_option("--model", o->model, "Checkpoint directory, tokenizer.json or .gguf file")->required();
   sub->add_option("--ids", o->ids, "Token ids: 1,2,3 or [1,2,3]");
   sub->add_option("--batch", o->batch,
                   "JSON array of id arrays; prints a JSON array of strings (invalid UTF-8 as U+FFFD)");
