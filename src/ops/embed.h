@@ -1,5 +1,6 @@
 // Embed: a gather of table rows widened to f32 and multiplied by `scale`.
-// table: [V, D] in a float dtype; ids: [T], each in [0, V) (callers validate); out: [T, D] f32.
+// table: [V, D] in a float dtype, or GGUF blocks (core/tensor.h; rows dequantized as
+// core/gguf_blocks.h defines them); ids: [T], each in [0, V) (callers validate); out: [T, D] f32.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // MatMul: the linear layer, y = x @ w^T (PyTorch nn.Linear without bias).
 // w: [N, K] in its file dtype (F32, BF16 or F16), widened to f32 in registers, or quantized
-// (w.quant: int4 / int8 groups with per-(row, group) scales, core/tensor.h), dequantized in
-// registers as q * scale; x: [T, K] f32; y: [T, N] f32, must not alias x. Accumulation in f32
+// (w.quant: int4 / int8 groups with per-(row, group) scales, or GGUF blocks, core/tensor.h),
+// dequantized in registers; x: [T, K] f32; y: [T, N] f32, must not alias x. Accumulation in f32
 // (ref: f64). Kernels dispatch on w.quant.kind; callers never see the storage.
 #pragma once
 

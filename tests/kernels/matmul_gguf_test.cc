@@ -83,13 +83,14 @@ TEST_P(GgufMatMulTest, MatchesRefOnOddShapes) {
 }
 
 // E2B widths: hidden 1536 (attention, MLP up, the head over [V, 1536]), 6144 (MLP down); N spans
-// several 4-row tiles and panels per thread.
-TEST_P(GgufMatMulTest, MatchesRefAtModelWidths) {
-  const auto [kind, threads, target] = GetParam();
-  if (threads == 1) GTEST_SKIP() << "covered with 3 threads";
+// several 4-row tiles and panels per thread (3 threads).
+class GgufMatMulWidthsTest : public ::testing::TestWithParam<std::tuple<QuantKind, std::string>> {};
+
+TEST_P(GgufMatMulWidthsTest, MatchesRefAtModelWidths) {
+  const auto [kind, target] = GetParam();
   const testing::ScopedTarget scoped_target(target);
   ASSERT_TRUE(scoped_target.ok()) << target;
-  ThreadPool pool(threads);
+  ThreadPool pool(3);
   for (auto [N, K] : {std::pair<int64_t, int64_t>{259, 1536}, {67, 6144}}) {
     for (int64_t T : {1, 8}) {
       SCOPED_TRACE("N=" + std::to_string(N) + " K=" + std::to_string(K) + " T=" + std::to_string(T));
@@ -98,6 +99,13 @@ TEST_P(GgufMatMulTest, MatchesRefAtModelWidths) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(KindsTargets, GgufMatMulWidthsTest,
+                         ::testing::Combine(::testing::ValuesIn(testing::kGgufKinds),
+                                            ::testing::ValuesIn(testing::Targets())),
+                         [](const auto& info) {
+                           return std::string(QuantKindName(std::get<0>(info.param))) + "_" + std::get<1>(info.param);
+                         });
 
 INSTANTIATE_TEST_SUITE_P(KindsPoolsTargets, GgufMatMulTest,
                          ::testing::Combine(::testing::ValuesIn(testing::kGgufKinds), ::testing::Values(1, 3),
