@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <set>
+
+#include "model/gguf_config.h"
+#include "model/gguf_weights.h"
 
 namespace g4 {
 namespace {
@@ -17,7 +21,27 @@ struct LayerKv {
 
 }  // namespace
 
+bool Gemma4Model::IsGgufPath(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
+  return path.ends_with(".gguf") || GgufFile::HasMagic(path);
+}
+
+StatusOr<std::unique_ptr<Gemma4Model>> Gemma4Model::LoadGguf(const std::string& path) {
+  std::unique_ptr<Gemma4Model> m(new Gemma4Model());
+  G4_ASSIGN_OR_RETURN(m->gguf_, GgufFile::Open(path));
+  G4_ASSIGN_OR_RETURN(m->config_, ModelConfigFromGguf(*m->gguf_));
+  G4_RETURN_IF_ERROR(BindGgufWeights(m->config_, *m->gguf_, &m->weights_));
+  return m;
+}
+
+uint64_t Gemma4Model::mapped_bytes() const {
+  if (gguf_) return gguf_->size();
+  return store_ ? store_->total_bytes() : 0;
+}
+
 StatusOr<std::unique_ptr<Gemma4Model>> Gemma4Model::Load(const std::string& dir) {
+  if (IsGgufPath(dir)) return LoadGguf(dir);
   std::unique_ptr<Gemma4Model> m(new Gemma4Model());
   G4_ASSIGN_OR_RETURN(m->config_, LoadModelConfig(dir));
   G4_ASSIGN_OR_RETURN(m->store_, WeightStore::OpenDir(dir));

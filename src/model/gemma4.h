@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "loader/gguf.h"
 #include "loader/weight_store.h"
 #include "model/config.h"
 #include "model/kv_store.h"
@@ -25,13 +26,24 @@ struct ForwardTrace {
 
 class Gemma4Model {
  public:
-  // Reads DIR/config.json (+ generation_config.json) and maps the safetensors. Validates every
-  // tensor's presence, dtype and shape before returning. Logs nothing.
-  static StatusOr<std::unique_ptr<Gemma4Model>> Load(const std::string& dir);
+  // Reads DIR/config.json (+ generation_config.json) and maps the safetensors; or, when `path`
+  // is a regular file that starts with the GGUF magic or ends in ".gguf", maps that GGUF file
+  // (config from its gemma4 metadata, model/gguf_config.h). Validates every tensor's presence,
+  // dtype and shape before returning. Logs nothing (except GGUF tensors no slot reads).
+  static StatusOr<std::unique_ptr<Gemma4Model>> Load(const std::string& path);
+  static StatusOr<std::unique_ptr<Gemma4Model>> LoadGguf(const std::string& path);
+  // True when Load(path) would read `path` as a GGUF file.
+  static bool IsGgufPath(const std::string& path);
 
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
+  // The safetensors store; only for models loaded from a directory (see is_gguf()).
   const WeightStore& store() const { return *store_; }
+  bool is_gguf() const { return gguf_ != nullptr; }
+  // The GGUF file (tokenizer metadata lives there); null for safetensors models.
+  const GgufFile* gguf() const { return gguf_.get(); }
+  // Bytes of checkpoint files mapped (all shards, or the GGUF file).
+  uint64_t mapped_bytes() const;
   // "bf16", "f32", "f16", or e.g. "bf16+f32" when the checkpoint mixes dtypes.
   std::string WeightDTypes() const;
 
@@ -73,6 +85,7 @@ class Gemma4Model {
 
   ModelConfig config_;
   std::unique_ptr<WeightStore> store_;
+  std::unique_ptr<GgufFile> gguf_;  // keeps a GGUF model's tensors mapped
   ModelWeights weights_;
 };
 

@@ -95,17 +95,7 @@ std::string Describe(const TensorInfo& t) {
 
 // A plain float tensor bound to `slot`.
 Status BindFloat(const TensorSlot& slot, const std::string& name, const TensorInfo& t) {
-  if (!IsFloat(t.dtype)) {
-    return InvalidArgument("tensor " + name + " (" + t.file + ") has dtype " +
-                           DTypeName(t.dtype) + "; expected F32, BF16 or F16");
-  }
-  if (t.shape != slot.shape) {
-    return InvalidArgument("tensor " + name + " (" + t.file + ") has shape " +
-                           ShapeToString(t.shape) + "; expected " + ShapeToString(slot.shape) +
-                           " from config.json");
-  }
-  *slot.view = t.view();
-  return Status::Ok();
+  return BindView(slot, name, t.file, t.view(), "config.json");
 }
 
 // The pack-quantized linear `module` (weight_packed `packed`) bound to `slot` ([N, K]).
@@ -240,7 +230,8 @@ Status BindWeights(const ModelConfig& config, const WeightStore& store, ModelWei
 
 Status MakeLmHead(ModelWeights* w, HeadMode mode, int threads) {
   if (mode == HeadMode::kAuto) {
-    mode = AnyQuantizedLinear(*w) ? HeadMode::kQ8 : HeadMode::kAsStored;
+    // An embedding stored in GGUF blocks (Q6_K in Google's files) is already a small head.
+    mode = AnyQuantizedLinear(*w) && !w->embed.quantized() ? HeadMode::kQ8 : HeadMode::kAsStored;
   }
   // Tied (spec §2.9): a lm_head.weight in the file is a duplicate of the embedding.
   w->lm_head = w->embed;
@@ -252,6 +243,29 @@ Status MakeLmHead(ModelWeights* w, HeadMode mode, int threads) {
   if (!q.ok()) return q.status().WithContext("quantizing the LM head");
   w->lm_head = q->view;
   w->owned.push_back(q->storage);
+  return Status::Ok();
+}
+
+Status BindView(const TensorSlot& slot, const std::string& name, const std::string& file,
+                const TensorView& t, const char* shape_source) {
+  if (t.quantized()) {
+    // GGUF block weights: linears and the embedding tables (gathered row by row).
+    const bool may_quantize = slot.linear() || slot.init == TensorSlot::Init::kEmbed ||
+                              slot.init == TensorSlot::Init::kPleEmbed;
+    if (!may_quantize || !IsGgufBlock(t.quant.kind)) {
+      return Unimplemented("tensor " + name + " (" + file + ") is stored as " + StorageName(t) +
+                           "; g4 reads it only as F32, BF16 or F16");
+    }
+  } else if (!IsFloat(t.dtype)) {
+    return InvalidArgument("tensor " + name + " (" + file + ") has dtype " +
+                           DTypeName(t.dtype) + "; expected F32, BF16 or F16");
+  }
+  if (t.shape != slot.shape) {
+    return InvalidArgument("tensor " + name + " (" + file + ") has shape " +
+                           ShapeToString(t.shape) + "; expected " + ShapeToString(slot.shape) +
+                           " from " + shape_source);
+  }
+  *slot.view = t;
   return Status::Ok();
 }
 

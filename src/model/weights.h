@@ -106,8 +106,16 @@ HeadMode DefaultHeadMode();
 Status BindWeights(const ModelConfig& config, const WeightStore& store, ModelWeights* w,
                    const WeightLoadOptions& options = {});
 
+// The validation every file format shares: binds `t` (tensor `name` of `file`) to `slot` if it
+// is a float tensor, or a GGUF block-quantized linear or embedding, of exactly slot.shape.
+// Errors name the tensor and the file, and give the expected shape and where it came from
+// (`shape_source`, e.g. "config.json").
+Status BindView(const TensorSlot& slot, const std::string& name, const std::string& file,
+                const TensorView& t, const char* shape_source);
+
 // Points w->lm_head at the tied embedding (kAsStored) or at a quantized copy of it kept alive by
-// w->owned (kQ8, kQ4). kAuto resolves as documented above, from w's linears.
+// w->owned (kQ8, kQ4). kAuto resolves as documented above, from w's linears (kAsStored when the
+// embedding itself is GGUF block-quantized).
 Status MakeLmHead(ModelWeights* w, HeadMode mode, int threads = 0);
 
 // Bytes of weights one decode step reads: every bound tensor the forward pass streams (linears,

@@ -320,7 +320,7 @@ int Run(const BenchArgs& a) {
   LogInfo("device policy: " + policy);
   LogInfo("commit " + commit + "; loaded " + a.model_dir + " in " + std::to_string(load_s) +
           " s; resident " + Gb(static_cast<double>(resident_after_load)) + " of " +
-          Gb(static_cast<double>(model.store().total_bytes())) + " mapped");
+          Gb(static_cast<double>(model.mapped_bytes())) + " mapped");
 
   const double weight_bytes = static_cast<double>(DecodeWeightBytes(c, model.weights()));
   const size_t bw_bytes = static_cast<size_t>(a.bandwidth_mib * 1048576.0);
@@ -452,7 +452,7 @@ int Run(const BenchArgs& a) {
               Gb(static_cast<double>(resident_file)).c_str(),
               Gb(static_cast<double>(resident_anon)).c_str(),
               Gb(static_cast<double>(peak)).c_str(), a.bandwidth_mib,
-              Gb(static_cast<double>(model.store().total_bytes())).c_str(), load_s);
+              Gb(static_cast<double>(model.mapped_bytes())).c_str(), load_s);
   if (!profiles.empty()) std::printf("\n%s", profiles.c_str());
 
   ordered_json out;
@@ -479,7 +479,7 @@ int Run(const BenchArgs& a) {
   out["resident_file_bytes_after_runs"] = resident_file;
   out["resident_anon_bytes_after_runs"] = resident_anon;
   out["peak_resident_bytes"] = peak;
-  out["mapped_bytes"] = model.store().total_bytes();
+  out["mapped_bytes"] = model.mapped_bytes();
   out["decode_steps"] = a.decode;
   out["repeat"] = a.repeat;
   out["runs"] = runs;
@@ -505,7 +505,7 @@ int Run(const BenchArgs& a) {
 RunFn AddBenchCommand(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
   CLI::App* sub = app.add_subcommand("bench", "Measure prefill and decode speed against the roofline");
-  sub->add_option("--model", a->model_dir, "Checkpoint directory")->required();
+  sub->add_option("--model", a->model_dir, "Checkpoint directory or .gguf file")->required();
   sub->add_option("--contexts", a->contexts, "Prompt lengths, comma-separated (41,521,2057)");
   sub->add_option("--decode", a->decode, "Decode steps after each prompt (64)");
   sub->add_option("--repeat", a->repeat, "Runs per prompt length; medians are reported (1)");

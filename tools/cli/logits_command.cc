@@ -46,7 +46,7 @@ int Run(const LogitsOptions& o) {
   LogInfo("device policy: " + backend.PolicyString() + " weights=" + (*model)->WeightDTypes());
   LogInfo("loaded " + o.model_dir + " in " + std::to_string(static_cast<int>(load_ms)) +
           " ms; resident " + std::to_string(static_cast<int>(MiB(ResidentBytes()))) + " MiB of " +
-          std::to_string(static_cast<int>(MiB((*model)->store().total_bytes()))) + " MiB mapped");
+          std::to_string(static_cast<int>(MiB((*model)->mapped_bytes()))) + " MiB mapped");
 
   const auto t1 = Clock::now();
   auto logits = (*model)->Forward(backend, *ids);
@@ -81,7 +81,8 @@ int Run(const LogitsOptions& o) {
 RunFn AddLogitsCommand(CLI::App& app) {
   auto o = std::make_shared<LogitsOptions>();
   CLI::App* sub = app.add_subcommand("logits", "Run one forward pass and write the logits");
-  sub->add_option("--model", o->model_dir, "Checkpoint directory (config.json + safetensors)")
+  sub->add_option("--model", o->model_dir,
+                  "Checkpoint directory (config.json + safetensors) or .gguf file")
       ->required();
   sub->add_option("--ids", o->ids, "Comma-separated token ids, e.g. 2,17,33")->required();
   sub->add_option("--out", o->out, "Write raw little-endian float32 [T, vocab] here");

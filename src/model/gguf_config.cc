@@ -1,0 +1,301 @@
+#include "model/gguf_config.h"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace g4 {
+namespace {
+
+constexpr const char* kArch = "gemma4";
+
+std::string Key(const char* suffix) { return std::string(kArch) + "." + suffix; }
+
+// Reads the gemma4.* keys with the file named in every error.
+class Meta {
+ public:
+  explicit Meta(const GgufFile& f) : f_(f) {}
+
+  Status Err(const std::string& what) const { return InvalidArgument(f_.path() + ": " + what); }
+
+  // A non-negative int that fits a ModelConfig field.
+  StatusOr<int> Int(const char* suffix) const {
+    G4_ASSIGN_OR_RETURN(const int64_t v, f_.GetInt(Key(suffix)));
+    return Checked(Key(suffix), v);
+  }
+  StatusOr<int> IntOr(const char* suffix, int fallback) const {
+    if (!f_.Has(Key(suffix))) return fallback;
+    return Int(suffix);
+  }
+  StatusOr<double> FloatOr(const char* suffix, double fallback) const {
+    if (!f_.Has(Key(suffix))) return fallback;
+    return f_.GetFloat(Key(suffix));
+  }
+  // A key that is either a scalar (every layer) or an array with one entry per layer.
+  StatusOr<std::vector<int>> PerLayer(const char* suffix, int num_layers) const {
+    const std::string key = Key(suffix);
+    const GgufValue* v = f_.FindValue(key);
+    if (!v) return NotFound(f_.path() + ": metadata key '" + key + "' is missing");
+    std::vector<int64_t> raw;
+    if (v->type == gguf::ValueType::kArray) {
+      G4_ASSIGN_OR_RETURN(raw, f_.GetIntArray(key));
+      if (static_cast<int64_t>(raw.size()) != num_layers) {
+        return Err("metadata key '" + key + "' has " + std::to_string(raw.size()) +
+                   " entries; expected one per layer (" + std::to_string(num_layers) + ")");
+      }
+    } else {
+      G4_ASSIGN_OR_RETURN(const int64_t x, f_.GetInt(key));
+      raw.assign(static_cast<size_t>(num_layers), x);
+    }
+    std::vector<int> out;
+    for (int64_t x : raw) {
+      G4_ASSIGN_OR_RETURN(const int y, Checked(key, x));
+      out.push_back(y);
+    }
+    return out;
+  }
+
+ private:
+  StatusOr<int> Checked(const std::string& key, int64_t v) const {
+    if (v < 0 || v > (int64_t{1} << 30)) {
+      return Err("metadata key '" + key + "' = " + std::to_string(v) + " is out of range");
+    }
+    return static_cast<int>(v);
+  }
+  const GgufFile& f_;
+};
+
+// The tensor's PyTorch shape, or NotFound naming it.
+StatusOr<std::vector<int64_t>> ShapeOf(const GgufFile& f, const char* name) {
+  const GgufTensorInfo* t = f.Find(name);
+  if (!t) return NotFound(f.path() + ": missing tensor '" + std::string(name) + "'");
+  return t->shape;
+}
+
+// Full layers' RoPE from rope_freqs (llama.cpp's per-pair frequency divisors, [hd/2]): pairs
+// with a divisor of 1e30 do not rotate; a leading run of equal finite divisors is HF's
+// proportional RoPE with partial_rotary_factor = 2 * run / hd and `factor` = the divisor.
+StatusOr<RopeConfig> FullRope(const GgufFile& f, double theta, int head_dim) {
+  RopeConfig r;
+  r.theta = theta;
+  const GgufTensorInfo* t = f.Find("rope_freqs.weight");
+  if (!t) return r;  // plain RoPE over the whole head
+  const std::string where = f.path() + ": tensor 'rope_freqs.weight'";
+  if (t->type.dtype != DType::kF32 || t->type.quant != QuantKind::kNone ||
+      t->shape != std::vector<int64_t>{head_dim / 2}) {
+    return InvalidArgument(where + " is " + t->type.name + " " + ShapeToString(t->shape) +
+                           "; expected F32 [" + std::to_string(head_dim / 2) +
+                           "] (half the full layers' head dim, key_length)");
+  }
+  const float* v = static_cast<const float*>(t->data);
+  const int half = head_dim / 2;
+  int rotated = 0;
+  while (rotated < half && v[rotated] < 1e20f) ++rotated;
+  for (int j = rotated; j < half; ++j) {
+    if (!(v[j] >= 1e20f)) {
+      return Unimplemented(where + ": entry " + std::to_string(j) + " = " + std::to_string(v[j]) +
+                           " after the non-rotating entries (g4 runs a leading rotated run)");
+    }
+  }
+  for (int j = 0; j < rotated; ++j) {
+    if (!(v[j] > 0) || v[j] != v[0]) {
+      return Unimplemented(where + ": entry " + std::to_string(j) + " = " + std::to_string(v[j]) +
+                           " differs from entry 0 (per-pair RoPE scaling is not supported)");
+    }
+  }
+  r.kind = RopeConfig::Kind::kProportional;
+  r.factor = rotated > 0 ? v[0] : 1.0;
+  r.partial_rotary_factor = 2.0 * rotated / head_dim;
+  // InvFreq truncates partial_rotary_factor * head_dim / 2; make sure that gives `rotated`.
+  while (static_cast<int>(r.partial_rotary_factor * head_dim / 2) < rotated) {
+    r.partial_rotary_factor = std::nextafter(r.partial_rotary_factor, 2.0);
+  }
+  return r;
+}
+
+}  // namespace
+
+StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& f) {
+  const std::string& path = f.path();
+  auto arch = f.GetString(gguf::kArchitectureKey);
+  if (!arch.ok()) return arch.status();
+  if (*arch != kArch) {
+    return Unimplemented(path + ": general.architecture is '" + *arch +
+                         "'; g4 runs gemma4 GGUF files only");
+  }
+  Meta m(f);
+  if (f.Has(Key("expert_count"))) {
+    G4_ASSIGN_OR_RETURN(const int experts, m.Int("expert_count"));
+    if (experts > 0) {
+      return Unimplemented(path + ": gemma4.expert_count = " + std::to_string(experts) +
+                           ": MoE checkpoints (Gemma 4 26B-A4B) are not supported yet");
+    }
+  }
+  ModelConfig c;
+  c.model_type = kArch;
+  G4_ASSIGN_OR_RETURN(c.num_layers, m.Int("block_count"));
+  G4_ASSIGN_OR_RETURN(c.hidden_size, m.Int("embedding_length"));
+  if (c.num_layers <= 0 || c.hidden_size <= 0) {
+    return m.Err("gemma4.block_count and gemma4.embedding_length must be > 0");
+  }
+  const int L = c.num_layers;
+  G4_ASSIGN_OR_RETURN(const std::vector<int> n_heads, m.PerLayer("attention.head_count", L));
+  G4_ASSIGN_OR_RETURN(const std::vector<int> n_kv, m.PerLayer("attention.head_count_kv", L));
+  G4_ASSIGN_OR_RETURN(const std::vector<int> ff, m.PerLayer("feed_forward_length", L));
+  for (int h : n_heads) {
+    if (h != n_heads[0]) {
+      return Unimplemented(path + ": gemma4.attention.head_count differs between layers");
+    }
+  }
+  G4_ASSIGN_OR_RETURN(c.global_head_dim, m.Int("attention.key_length"));
+  G4_ASSIGN_OR_RETURN(const int v_full, m.IntOr("attention.value_length", c.global_head_dim));
+  G4_ASSIGN_OR_RETURN(c.head_dim, m.Int("attention.key_length_swa"));
+  G4_ASSIGN_OR_RETURN(const int v_swa, m.IntOr("attention.value_length_swa", c.head_dim));
+  if (v_full != c.global_head_dim || v_swa != c.head_dim) {
+    return Unimplemented(path + ": value_length differs from key_length (g4 needs K and V head "
+                         "dims equal)");
+  }
+  for (const char* rot : {"rope.dimension_count", "rope.dimension_count_swa"}) {
+    const int hd = std::string(rot).ends_with("_swa") ? c.head_dim : c.global_head_dim;
+    G4_ASSIGN_OR_RETURN(const int n_rot, m.IntOr(rot, hd));
+    if (n_rot != hd) {
+      return Unimplemented(path + ": gemma4." + rot + " = " + std::to_string(n_rot) +
+                           " differs from the head dim " + std::to_string(hd) +
+                           " (partial rotation is expressed through rope_freqs)");
+    }
+  }
+  c.num_heads = n_heads[0];
+  G4_ASSIGN_OR_RETURN(c.num_kv_shared_layers, m.IntOr("attention.shared_kv_layers", 0));
+  G4_ASSIGN_OR_RETURN(c.ple_width, m.IntOr("embedding_length_per_layer_input", 0));
+  G4_ASSIGN_OR_RETURN(c.sliding_window, m.Int("attention.sliding_window"));
+  G4_ASSIGN_OR_RETURN(c.rms_norm_eps, m.FloatOr("attention.layer_norm_rms_epsilon", 1e-6));
+  G4_ASSIGN_OR_RETURN(c.final_logit_softcap, m.FloatOr("final_logit_softcapping", 0.0));
+  G4_ASSIGN_OR_RETURN(c.max_position_embeddings, m.IntOr("context_length", 131072));
+  if (c.num_heads <= 0 || c.sliding_window <= 0 || c.max_position_embeddings <= 0) {
+    return m.Err("gemma4.attention.head_count, attention.sliding_window and context_length "
+                 "must be > 0");
+  }
+  if (c.num_kv_shared_layers >= L) {
+    return m.Err("gemma4.attention.shared_kv_layers (" + std::to_string(c.num_kv_shared_layers) +
+                 ") must leave at least one layer that computes K/V");
+  }
+
+  // Layer types: true = sliding. A scalar is broadcast, as llama.cpp does.
+  const std::string pattern_key = Key("attention.sliding_window_pattern");
+  const GgufValue* pv = f.FindValue(pattern_key);
+  if (!pv) return NotFound(path + ": metadata key '" + pattern_key + "' is missing");
+  std::vector<bool> sliding;
+  if (pv->type == gguf::ValueType::kArray) {
+    G4_ASSIGN_OR_RETURN(sliding, f.GetBoolArray(pattern_key));
+    if (static_cast<int>(sliding.size()) != L) {
+      return m.Err("metadata key '" + pattern_key + "' has " + std::to_string(sliding.size()) +
+                   " entries; expected one per layer (" + std::to_string(L) + ")");
+    }
+  } else {
+    G4_ASSIGN_OR_RETURN(const bool all, f.GetBool(pattern_key));
+    sliding.assign(static_cast<size_t>(L), all);
+  }
+  for (bool s : sliding) c.layer_types.push_back(s ? LayerType::kSliding : LayerType::kFull);
+
+  // Vocabulary: the embedding's rows, which the token list (when present) must match.
+  G4_ASSIGN_OR_RETURN(const std::vector<int64_t> embd, ShapeOf(f, "token_embd.weight"));
+  if (embd.size() != 2 || embd[1] != c.hidden_size || embd[0] <= 0 || embd[0] > (1 << 30)) {
+    return InvalidArgument(path + ": tensor 'token_embd.weight' has shape " +
+                           ShapeToString(embd) + "; expected [n_vocab, " +
+                           std::to_string(c.hidden_size) + "] (embedding_length)");
+  }
+  c.vocab_size = static_cast<int>(embd[0]);
+  const GgufValue* tokens = f.FindValue("tokenizer.ggml.tokens");
+  if (tokens) {
+    if (tokens->type != gguf::ValueType::kArray || tokens->elem_type != gguf::ValueType::kString) {
+      return m.Err("metadata key 'tokenizer.ggml.tokens' must be an array of string");
+    }
+    if (tokens->count != static_cast<uint64_t>(c.vocab_size)) {
+      return m.Err("tokenizer.ggml.tokens has " + std::to_string(tokens->count) +
+                   " tokens but tensor 'token_embd.weight' has " + std::to_string(c.vocab_size) +
+                   " rows");
+    }
+  }
+  c.ple_vocab = c.vocab_size;
+  if (c.ple_width > 0) {
+    G4_ASSIGN_OR_RETURN(const std::vector<int64_t> ple, ShapeOf(f, "per_layer_token_embd.weight"));
+    if (ple.size() != 2 || ple[0] <= 0 || ple[0] > (1 << 30)) {
+      return InvalidArgument(path + ": tensor 'per_layer_token_embd.weight' has shape " +
+                             ShapeToString(ple) + "; expected [n_vocab, block_count * " +
+                             "embedding_length_per_layer_input]");
+    }
+    c.ple_vocab = static_cast<int>(ple[0]);
+  }
+
+  // Special ids: BOS/PAD from the tokenizer keys; end of generation = eos plus <turn|> (the
+  // end of a chat turn, as config.json lists it for the released models).
+  auto id_or = [&](const char* key, int fallback) -> StatusOr<int> {
+    if (!f.Has(key)) return fallback;
+    G4_ASSIGN_OR_RETURN(const int64_t v, f.GetInt(key));
+    if (v < 0 || v >= c.vocab_size) {
+      return m.Err(std::string("metadata key '") + key + "' = " + std::to_string(v) +
+                   " is outside the vocabulary of " + std::to_string(c.vocab_size));
+    }
+    return static_cast<int>(v);
+  };
+  G4_ASSIGN_OR_RETURN(c.bos_id, id_or("tokenizer.ggml.bos_token_id", 2));
+  G4_ASSIGN_OR_RETURN(c.pad_id, id_or("tokenizer.ggml.padding_token_id", 0));
+  G4_ASSIGN_OR_RETURN(const int eos, id_or("tokenizer.ggml.eos_token_id", 1));
+  c.eos_ids.push_back(eos);
+  if (tokens) {
+    for (size_t i = 0; i < tokens->strs.size(); ++i) {
+      if (tokens->strs[i] == "<turn|>" && static_cast<int>(i) != eos) {
+        c.eos_ids.push_back(static_cast<int>(i));
+      }
+    }
+  }
+
+  // RoPE: sliding layers plain over the whole head; full layers from rope_freqs.
+  G4_ASSIGN_OR_RETURN(c.rope_sliding.theta, m.FloatOr("rope.freq_base_swa", 10000.0));
+  G4_ASSIGN_OR_RETURN(const double theta_full, m.FloatOr("rope.freq_base", 1000000.0));
+  if (!(c.rope_sliding.theta > 0) || !(theta_full > 0)) {
+    return m.Err("gemma4.rope.freq_base and rope.freq_base_swa must be > 0");
+  }
+  G4_ASSIGN_OR_RETURN(c.rope_full, FullRope(f, theta_full, c.global_head_dim));
+
+  // Per-layer expansion (config.cc's BuildLayers for the GGUF keys).
+  c.num_kv_heads = n_kv[0];
+  c.intermediate_size = ff[0];
+  for (int i = 0; i < L; ++i) {
+    LayerConfig l;
+    l.index = i;
+    l.type = c.layer_types[static_cast<size_t>(i)];
+    l.head_dim = l.sliding() ? c.head_dim : c.global_head_dim;
+    l.n_heads = c.num_heads;
+    l.n_kv_heads = n_kv[static_cast<size_t>(i)];
+    l.mlp_width = ff[static_cast<size_t>(i)];
+    l.kv_source = KvDonor(c.layer_types, c.num_kv_shared_layers, i);
+    // "K = V" layers have no attn_v: V is the raw K projection.
+    l.has_v_proj = f.Find("blk." + std::to_string(i) + ".attn_v.weight") != nullptr;
+    if (!l.sliding() && !l.has_v_proj) c.attention_k_eq_v = true;
+    const std::string where = "layer " + std::to_string(i) + ": ";
+    if (l.kv_source < 0) {
+      return m.Err(where + "KV-shared, but no earlier non-shared " + LayerTypeName(l.type) +
+                   " layer exists to donate K/V");
+    }
+    if (l.head_dim <= 0 || l.head_dim % 2) {
+      return m.Err(where + "head dim " + std::to_string(l.head_dim) + " must be even and > 0");
+    }
+    if (l.n_kv_heads <= 0 || l.n_heads % l.n_kv_heads || l.mlp_width <= 0) {
+      return m.Err(where + std::to_string(l.n_heads) + " query heads are not a multiple of " +
+                   std::to_string(l.n_kv_heads) + " KV heads, or feed_forward_length is 0");
+    }
+    if (!l.sliding()) c.num_global_kv_heads = l.n_kv_heads;
+    c.layers.push_back(l);
+  }
+  for (const LayerConfig& l : c.layers) {
+    const LayerConfig& d = c.layers[static_cast<size_t>(l.kv_source)];
+    if (d.head_dim != l.head_dim || d.n_kv_heads != l.n_kv_heads) {
+      return m.Err("layer " + std::to_string(l.index) + " shares K/V with layer " +
+                   std::to_string(d.index) + " but their head dims or KV head counts differ");
+    }
+  }
+  return c;
+}
+
+}  // namespace g4
