@@ -8,11 +8,15 @@
 // tagged with a stream number 0..3 so that a dot-product sink can keep independent accumulators
 // (one FMA chain per stream). Lanes are capped at 16 so that one vector never straddles a
 // block's sub-blocks (16 elements in Q6_K). The sinks:
-//  * decode (T = 1): acc[stream] += v * x[o .. o + L), one row at a time; the row's end prefetches
-//    the next row. Q4_0 and Q8_0 (the bulk of Gemma GGUFs) have their own 4-row tiles instead,
-//    which leave the block scale d out of the inner products and apply it once per block:
+//  * decode (T = 1): acc[stream] += v * x[o .. o + L), one row at a time, each row prefetching
+//    the next as it starts. Q4_0 and Q8_0 (the bulk of Gemma GGUFs) have their own 4-row tiles
+//    instead, which leave the block scale d out of the inner products and apply it once per block:
 //      y[n] = sum_b d[n, b] * sum_{j < 32} q[n, b, j] * x[32 b + j]
-//    (with Q4_0's 16-entry table lookup on AVX-512, as kernels/cpu/matmul_quant.cc does for int4).
+//    (with Q4_0's 16-entry table lookup on AVX-512, as kernels/cpu/matmul_quant.cc does for int4;
+//    the scales of 64 blocks are converted in one pass first). Measured on the 2-core AVX-512 VM
+//    (benchmarks/kernels/matmul_gguf_bench.cc, thread CPU time): Q4_0 decode runs at ~0.8 of the
+//    int4g32 kernel's speed at the same 4.5 bits per weight; the int4 layout's 64-byte loads of
+//    128 nibbles without zero-extension are what Q4_0's 18-byte blocks cannot have.
 //  * prefill (T > 1): blocks of rows are dequantized once into an L2-resident f32 panel and the
 //    float GEMM tiles of matmul-inl.h run over it, so each weight byte is unpacked once per call
 //    and every dequantized vector feeds all T tokens.
