@@ -107,6 +107,13 @@ Status Tokenizer::Init(const TokenizerJson& json, const std::string& source) {
     bytes += a.content.size();
   }
   if (num_ids == 0) return fail("model.vocab is empty");
+  // Tables below are sized by the largest id: a few entries with a huge id must not cost a
+  // large allocation. Real vocabularies are dense; allow holes, but not more holes than ids.
+  const int64_t defined = static_cast<int64_t>(json.vocab.size() + json.added_tokens.size());
+  if (num_ids > 2 * defined + 1024) {
+    return fail("the largest token id is " + std::to_string(num_ids - 1) + " but only " +
+                std::to_string(defined) + " tokens are defined (ids must be nearly dense)");
+  }
   pieces_.Reset(static_cast<int32_t>(num_ids), bytes);
   for (const auto& [piece, id] : json.vocab) pieces_.Add(id, piece);
   for (const AddedTokenSpec& a : json.added_tokens) {
