@@ -30,6 +30,8 @@ function(g4_test_suite dir)
   file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/${dir}/*.cc)
   # tests/kernels/cuda is its own binary (g4_cuda_tests, cmake/G4Cuda.cmake).
   list(FILTER srcs EXCLUDE REGEX "/tests/kernels/cuda/")
+  # tests/model/gguf_model_test.cc needs the gguf_fixtures ctest fixture (CMakeLists.txt).
+  list(FILTER srcs EXCLUDE REGEX "/tests/model/gguf_model_test.cc$")
   if(NOT srcs)
     return()
   endif()

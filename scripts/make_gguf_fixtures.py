@@ -13,6 +13,9 @@ both donor types, double-wide MLP, sliding and full layers):
                                  linears (and, for q8_0, both embeddings) quantized with
                                  gguf.quants.quantize where the row length allows; norms F32
 From a random model of the same structure but 256 wide (K-quant rows need 256 | K):
+  bad-arch.gguf, bad-missing.gguf, bad-shape.gguf
+                                 general.architecture "llama"; no blk.3.ffn_up.weight;
+                                 blk.2.attn_q.weight 32 rows short
   model-q4_k.gguf, model-q6_k.gguf
                                  linears Q4_K / Q6_K and the embedding Q6_K as random but valid
                                  blocks (gguf-py cannot quantize K-quants)
@@ -118,10 +121,10 @@ def layer_widths(tc):
             for i in range(n)]
 
 
-def write_gguf(path, tc, tensors, types):
+def write_gguf(path, tc, tensors, types, arch="gemma4"):
     """tensors: short name -> float32 array; types: short name -> (QT, bytes array) or absent."""
-    w = gguf.GGUFWriter(path, "gemma4")
-    a = "gemma4."
+    w = gguf.GGUFWriter(path, arch)
+    a = arch + "."
     n = tc["num_hidden_layers"]
     w.add_string("general.name", "g4-gguf-fixture")
     w.add_uint32(a + "context_length", tc.get("max_position_embeddings", 131072))
@@ -267,6 +270,13 @@ def main():
     out = lambda name: os.path.join(args.outdir, name)
 
     write_gguf(out("model-f32.gguf"), tc, tensors, {})
+    # Broken variants for the error tests: another architecture, a missing tensor, a wrong shape.
+    write_gguf(out("bad-arch.gguf"), tc, tensors, {}, arch="llama")
+    write_gguf(out("bad-missing.gguf"), tc,
+               {k: v for k, v in tensors.items() if k != "layers.3.mlp.up_proj.weight"}, {})
+    bad = dict(tensors)
+    bad["layers.2.self_attn.q_proj.weight"] = tensors["layers.2.self_attn.q_proj.weight"][:-32]
+    write_gguf(out("bad-shape.gguf"), tc, bad, {})
     for tag, qt, pick in (("f16", QT.F16, is_linear),
                           ("q8_0", QT.Q8_0, lambda n: is_linear(n) or n in EMBEDS),
                           ("q4_0", QT.Q4_0, is_linear)):

@@ -41,4 +41,11 @@ if command -v npm >/dev/null 2>&1; then
 else
   echo "setup: npm not found; the tokenizer parity tests will skip (and fail when CI is set)" >&2
 fi
+# Test venv: gguf-py (PyPI `gguf`) writes the GGUF fixtures of the GGUF model tests at test time
+# (scripts/make_gguf_fixtures.py). Reinstalled only when scripts/requirements-test.txt changes.
+if [ ! -x .venv-test/bin/python ] || ! cmp -s scripts/requirements-test.txt .venv-test/.g4-req-stamp; then
+  [ -x .venv-test/bin/python ] || python3 -m venv .venv-test
+  .venv-test/bin/pip install -q -r scripts/requirements-test.txt
+  cp scripts/requirements-test.txt .venv-test/.g4-req-stamp
+fi
 echo "setup: ok"
