@@ -1,6 +1,7 @@
 #include "model/config.h"
 
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 
 #include "core/log.h"
@@ -163,7 +164,14 @@ Status BuildLayers(const Fields& f, ModelConfig* c) {
     l.n_heads = c->num_heads;
     l.has_v_proj = !k_eq_v;
     const bool shared = c->num_kv_shared_layers > 0 && first_shared > 0 && i >= first_shared;
-    l.mlp_width = c->intermediate_size * (c->double_wide_mlp && shared ? 2 : 1);
+    const int64_t mlp_width =
+        int64_t{c->intermediate_size} * (c->double_wide_mlp && shared ? 2 : 1);
+    if (mlp_width > INT32_MAX) {
+      return InvalidArgument(f.Name("intermediate_size") + " = " +
+                             std::to_string(c->intermediate_size) +
+                             " is out of range for a double-wide MLP");
+    }
+    l.mlp_width = static_cast<int>(mlp_width);
     l.kv_source = KvDonor(c->layer_types, c->num_kv_shared_layers, i);
     const std::string where = f.Name("") + "layer " + std::to_string(i) + ": ";
     if (l.kv_source < 0) {
@@ -276,6 +284,10 @@ StatusOr<ModelConfig> ParseModelConfig(const json& config, const json* generatio
       c.intermediate_size <= 0 || c.sliding_window <= 0) {
     return InvalidArgument(where + "vocab_size, hidden_size, num_hidden_layers, "
                            "num_attention_heads, intermediate_size and sliding_window must be > 0");
+  }
+  if (c.num_layers > kMaxModelLayers) {
+    return InvalidArgument(where + "num_hidden_layers = " + std::to_string(c.num_layers) +
+                           " exceeds the limit of " + std::to_string(kMaxModelLayers));
   }
   if (c.num_kv_shared_layers >= c.num_layers) {
     return InvalidArgument(where + "num_kv_shared_layers (" + std::to_string(c.num_kv_shared_layers) +

@@ -76,6 +76,10 @@ struct ModelConfig {
   int first_kv_shared_layer() const { return num_layers - num_kv_shared_layers; }
 };
 
+// The most decoder layers a config may declare (Gemma 4 31B has 60): per-layer tables are sized
+// from num_hidden_layers before any weight is seen, so a hostile count must stop here.
+inline constexpr int kMaxModelLayers = 1024;
+
 // Parses a config.json object (either form: model_type "gemma4" with text_config, or
 // "gemma4_text") and an optional generation_config.json object. `source` names the file in
 // error messages. Refuses unknown architectures and MoE with a message that says so.
