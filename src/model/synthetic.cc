@@ -172,6 +172,18 @@ std::vector<std::string> IgnoreList(const SyntheticOptions& o, const ModelConfig
 
 }  // namespace
 
+namespace synthetic_internal {
+
+uint64_t TensorKey(uint64_t seed, const std::string& slot_name) {
+  return SplitMix64(seed ^ HashName(slot_name));
+}
+
+float TensorValue(const TensorSlot& slot, int hidden, uint64_t key, int64_t i) {
+  return InitValue(slot, hidden, SplitMix64(key + static_cast<uint64_t>(i)));
+}
+
+}  // namespace synthetic_internal
+
 StatusOr<ordered_json> SyntheticConfig(const SyntheticOptions& o) {
   G4_ASSIGN_OR_RETURN(Preset p, GetPreset(o.preset));
   if (o.layers) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -14,6 +15,7 @@
 
 #include "core/dtype.h"
 #include "core/status.h"
+#include "loader/gguf_writer.h"
 
 namespace g4 {
 
@@ -39,5 +41,20 @@ StatusOr<nlohmann::ordered_json> SyntheticConfig(const SyntheticOptions& options
 
 // Writes config.json, generation_config.json and the safetensors into out_dir (created).
 Status WriteSyntheticCheckpoint(const SyntheticOptions& options, const std::string& out_dir);
+
+// Adds the tokenizer.* keys of a GGUF file (see tokenizer/gguf_vocab.h); the model library does
+// not depend on the tokenizer, so the caller supplies it.
+using GgufTokenizerWriter = std::function<Status(GgufMetadata*)>;
+
+// Writes the same model (same seed -> the same values) as one GGUF file at `path`, with
+// llama.cpp's gemma4 names and metadata (../shared/spec/peers.md §1.2-1.3, §3.3). `gguf_quant`:
+//   "" / "f32" / "f16" / "bf16": 2-D tensors in that type ("": options.dtype);
+//   "q8_0": linears and embeddings Q8_0;
+//   "q4_0": linears Q4_0, token_embd and per_layer_token_embd Q6_K (Google's QAT layout).
+// A matrix whose row length the block does not divide falls back to Q8_0, then F32; 1-D
+// tensors (norms, layer scales, rope_freqs) are always F32. `tokenizer` null: a synthetic
+// vocabulary with Gemma 4's special ids (peers.md §3.4). Streams: the file never sits in memory.
+Status WriteSyntheticGguf(const SyntheticOptions& options, const std::string& gguf_quant,
+                          const GgufTokenizerWriter& tokenizer, const std::string& path);
 
 }  // namespace g4

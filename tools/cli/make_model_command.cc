@@ -8,19 +8,58 @@
 #include "core/log.h"
 #include "model/synthetic.h"
 #include "tokenizer/gemma4_vocab.h"
+#include "tokenizer/gguf_vocab.h"
 
 namespace g4::cli {
 namespace {
+
+int Fail(const Status& s) {
+  LogError(s.ToString());
+  return 1;
+}
 
 struct MakeModelArgs {
   SyntheticOptions options;
   std::string dtype = "bf16";
   std::string out;
   std::string tokenizer;  // a Gemma 3 tokenizer.json, converted to Gemma 4's
+  std::string format = "safetensors";  // or "gguf": --out is then the .gguf file
   // -1: keep the preset's value.
   int layers = -1, hidden = -1, vocab = -1, heads = -1, kv_heads = -1, intermediate = -1,
       window = -1, shared = -1, ple_dim = -1;
 };
+
+// --format gguf: one file, tokenizer in its metadata; --quant names the GGUF tensor type.
+int RunGguf(MakeModelArgs& a) {
+  SyntheticOptions& o = a.options;
+  const std::string quant = o.quant;
+  o.quant.clear();
+  GgufTokenizerWriter tokenizer;
+  std::unique_ptr<TokenizerJson> json;
+  Gemma4TokenizerFiles files;
+  if (!a.tokenizer.empty()) {
+    auto src = ReadTokenizerJson(a.tokenizer);
+    if (!src.ok()) return Fail(src.status());
+    auto made = MakeGemma4TokenizerFiles(**src, o.preset == "31b-like");
+    if (!made.ok()) return Fail(made.status().WithContext(a.tokenizer));
+    files = std::move(*made);
+    auto parsed = ParseTokenizerJson(files.tokenizer_json, a.tokenizer + " (as Gemma 4)");
+    if (!parsed.ok()) return Fail(parsed.status());
+    json = std::move(*parsed);
+    if (o.vocab && *o.vocab != files.vocab_size) {
+      return Fail(InvalidArgument("--vocab " + std::to_string(*o.vocab) + " differs from the "
+                                  "tokenizer's " + std::to_string(files.vocab_size) + " ids"));
+    }
+    o.vocab = files.vocab_size;
+    tokenizer = [&](GgufMetadata* md) {
+      return AddGgufTokenizerMetadata(*json, {true, files.chat_template_jinja}, md);
+    };
+  }
+  const Status s = WriteSyntheticGguf(o, quant, tokenizer, a.out);
+  if (!s.ok()) return Fail(s);
+  LogInfo("wrote " + a.out);
+  return 0;
+}
 
 int Run(MakeModelArgs& a) {
   SyntheticOptions& o = a.options;
@@ -46,6 +85,11 @@ int Run(MakeModelArgs& a) {
   set(a.window, &o.window);
   set(a.shared, &o.kv_shared_layers);
   set(a.ple_dim, &o.ple_dim);
+  if (a.format == "gguf") return RunGguf(a);
+  if (a.format != "safetensors") {
+    LogError("--format must be safetensors or gguf (got '" + a.format + "')");
+    return 1;
+  }
   if (!a.tokenizer.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(a.out, ec);
@@ -79,7 +123,10 @@ RunFn AddMakeModelCommand(CLI::App& app) {
   sub->add_option("--preset", a->options.preset, "tiny | e2b | e4b | 31b-like");
   sub->add_option("--dtype", a->dtype, "bf16 | f32 | f16");
   sub->add_option("--seed", a->options.seed, "Seed of the random weights");
-  sub->add_option("--out", a->out, "Output directory")->required();
+  sub->add_option("--out", a->out, "Output directory (--format gguf: the .gguf file)")->required();
+  sub->add_option("--format", a->format,
+                  "safetensors (a checkpoint directory) | gguf (one llama.cpp-style file with "
+                  "the tokenizer in its metadata)");
   sub->add_option("--layers", a->layers, "Number of layers (keeps the preset's pattern)");
   sub->add_option("--hidden", a->hidden, "Hidden size");
   sub->add_option("--vocab", a->vocab, "Vocabulary size");
@@ -95,7 +142,8 @@ RunFn AddMakeModelCommand(CLI::App& app) {
                   "tokenizer.json)");
   sub->add_option("--quant", a->options.quant,
                   "w4a16: write linears pack-quantized (compressed-tensors int4, group 32, bf16 "
-                  "scales) like the -qat-w4a16-ct exports");
+                  "scales) like the -qat-w4a16-ct exports. With --format gguf: f32 | f16 | bf16 | "
+                  "q8_0 | q4_0 (linears Q4_0, embeddings Q6_K, norms F32)");
   sub->add_option("--quant-group", a->options.quant_group, "Group size of --quant w4a16 (32)");
   sub->add_flag("--text-only", a->options.text_only_layout,
                 "Gemma4ForCausalLM layout (model. prefix, flat config)");

@@ -1,0 +1,18 @@
+// The seeded value generator behind synthetic checkpoints, shared by the safetensors and GGUF
+// writers so both formats hold the same weights for the same seed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "model/weights.h"
+
+namespace g4::synthetic_internal {
+
+// The per-tensor key: a pure function of the seed and the slot name.
+uint64_t TensorKey(uint64_t seed, const std::string& slot_name);
+
+// Element i (row-major over slot.shape) of the tensor with key `key`.
+float TensorValue(const TensorSlot& slot, int hidden, uint64_t key, int64_t i);
+
+}  // namespace g4::synthetic_internal
