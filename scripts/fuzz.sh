@@ -41,7 +41,11 @@ if [ ! -f "$BUILD/CMakeCache.txt" ]; then
 fi
 targets=()
 for h in "${harnesses[@]}"; do targets+=("g4_fuzz_$h"); done
-cmake --build "$BUILD" --target "${targets[@]}" || { echo "fuzz.sh: build failed" >&2; exit 2; }
+if ! cmake --build "$BUILD" --target "${targets[@]}"; then
+  echo "fuzz.sh: build failed" >&2
+  echo "fuzz: 0 passed, ${#harnesses[@]} failed"
+  exit 2
+fi
 
 # Longest input each harness may grow to: a little above its largest seed.
 max_len() {

@@ -1,4 +1,5 @@
-// Fuzzes the checkpoint's JSON configuration: config.json (LoadModelConfig, model/config.h) and
+// Fuzzes the checkpoint's JSON configuration: config.json (LoadModelConfig, model/config.h;
+// LoadQuantizationConfig, loader/compressed_tensors.h) and
 // generation_config.json / tokenizer_config.json (ReadSpecialTokenIds, tokenizer/
 // special_tokens.h). The input is split at NUL bytes into up to three files, in that order; a
 // missing part means the file is absent. JSON text cannot hold a raw NUL, so a seed made of
@@ -14,6 +15,7 @@
 
 #include "core/log.h"
 #include "fuzz/fuzz_util.h"
+#include "loader/compressed_tensors.h"
 #include "model/config.h"
 #include "tokenizer/special_tokens.h"
 
@@ -80,6 +82,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   } else {
     G4_FUZZ_CHECK(!config.status().message().empty());
+  }
+
+  auto quant = g4::LoadQuantizationConfig(dir->path);
+  if (quant.ok() && quant->has_value()) {
+    const g4::CompressedTensorsConfig& q = **quant;
+    G4_FUZZ_CHECK(q.per_channel || q.group_size > 0);
   }
 
   auto ids = g4::ReadSpecialTokenIds(dir->path, Lookup, kVocab);

@@ -88,6 +88,21 @@ def config_seeds():
             c = os.path.join(GOLDEN, d, "config.json")
             if os.path.exists(c):
                 put("config", "golden-" + d, read(c))
+    # A W4A16 (compressed-tensors) export: quantization_config as `g4 make-model` writes it.
+    put("config", "w4a16", json.dumps(
+        {"model_type": "gemma4_text", "vocab_size": 64, "hidden_size": 32,
+         "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1,
+         "head_dim": 16, "intermediate_size": 64, "sliding_window": 8,
+         "quantization_config": {
+             "quant_method": "compressed-tensors", "format": "pack-quantized",
+             "quantization_status": "compressed",
+             "config_groups": {"group_0": {
+                 "targets": ["Linear"], "format": "pack-quantized",
+                 "weights": {"num_bits": 4, "type": "int", "symmetric": True,
+                             "strategy": "group", "group_size": 32, "dynamic": False,
+                             "actorder": None, "block_structure": None},
+                 "input_activations": None, "output_activations": None}},
+             "ignore": ["lm_head", "re:.*embed.*"], "kv_cache_scheme": None}}))
     put("config", "tokenizer-config", b"{}\0{\"eos_token_id\":[1,106]}\0" + json.dumps(
         {"bos_token": "<bos>", "eos_token": {"content": "<eos>"}, "pad_token": "<pad>",
          "add_bos_token": True}).encode())
