@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "loader/gguf.h"
 #include "loader/loader_test_util.h"
 
 namespace g4 {
@@ -181,6 +182,63 @@ TEST(GgufWriterTest, WritesEveryValueTypeAndTensorLayout) {
   for (size_t p = data_start + sizes[0]; p < data_start + offsets[1]; ++p) {
     ASSERT_EQ(b[p], '\0') << "tensor padding at " << p;
   }
+}
+
+TEST(GgufWriterTest, ReaderReadsBackWhatWasWritten) {
+  loader_test::ScopedTempDir dir;
+  GgufMetadata md;
+  md.SetString("general.architecture", "gemma4");
+  md.SetI8("t.i8", -5);
+  md.SetU16("t.u16", 60000);
+  md.SetI64("t.i64", -(1ll << 40));
+  md.SetF64("t.f64", -2.25);
+  md.SetF32("t.f32", 0.5f);
+  md.SetBool("t.bool", false);
+  const std::vector<uint32_t> u32s = {7, 8};
+  md.SetU32Array("t.u32s", u32s);
+  const std::vector<float> f32s = {1.5f, -3.0f};
+  md.SetF32Array("t.f32s", f32s);
+  md.SetBoolArray("t.bools", {false, true});
+  const std::vector<std::string_view> strs = {"left right", "<0x0A>"};
+  md.SetStringArray("t.strs", strs);
+  const std::vector<GgufTensorSpec> specs = {
+      {"w", {3, 64}, static_cast<uint32_t>(gguf::GgmlType::kQ4_0)},
+      {"b", {2, 5}, static_cast<uint32_t>(gguf::GgmlType::kF32)},
+  };
+  const std::vector<uint64_t> sizes = {3 * 2 * 18, 40};
+  const std::string path = dir.File("rt.gguf");
+  ASSERT_TRUE(WriteGguf(path, md, specs, [&](size_t i, ByteSink& s) {
+                return PatternFill(sizes, i, s);
+              }).ok());
+  auto f = GgufFile::Open(path);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ((*f)->version(), 3u);
+  EXPECT_EQ((*f)->metadata().size(), 11u);
+  EXPECT_EQ(*(*f)->GetString("general.architecture"), "gemma4");
+  EXPECT_EQ(*(*f)->GetInt("t.i8"), -5);
+  EXPECT_EQ(*(*f)->GetInt("t.u16"), 60000);
+  EXPECT_EQ(*(*f)->GetInt("t.i64"), -(1ll << 40));
+  EXPECT_EQ(*(*f)->GetFloat("t.f64"), -2.25);
+  EXPECT_EQ(*(*f)->GetFloat("t.f32"), 0.5);
+  EXPECT_FALSE(*(*f)->GetBool("t.bool"));
+  EXPECT_EQ(*(*f)->GetIntArray("t.u32s"), (std::vector<int64_t>{7, 8}));
+  EXPECT_EQ(*(*f)->GetFloatArray("t.f32s"), (std::vector<double>{1.5, -3.0}));
+  EXPECT_EQ(*(*f)->GetBoolArray("t.bools"), (std::vector<bool>{false, true}));
+  EXPECT_EQ(*(*f)->GetStringArray("t.strs"), (std::vector<std::string>{"left right", "<0x0A>"}));
+  ASSERT_EQ((*f)->tensors().size(), 2u);
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const GgufTensorInfo* t = (*f)->Find(specs[i].name);
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(t->shape, specs[i].shape);
+    EXPECT_EQ(t->ggml_type, specs[i].ggml_type);
+    EXPECT_EQ(t->nbytes, sizes[i]);
+    const uint8_t* p = static_cast<const uint8_t*>(t->data);
+    for (uint64_t j = 0; j < sizes[i]; ++j) ASSERT_EQ(p[j], (i * 16 + j) & 0xFF);
+  }
+  auto view = (*f)->Tensor("w");
+  ASSERT_TRUE(view.ok()) << view.status().ToString();
+  EXPECT_EQ(view->quant.kind, QuantKind::kQ4_0);
+  EXPECT_EQ(view->shape, (std::vector<int64_t>{3, 64}));
 }
 
 TEST(GgufWriterTest, DefaultAlignmentIs32AndNoTensorsIsValid) {
