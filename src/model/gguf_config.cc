@@ -138,6 +138,11 @@ StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& f) {
   if (c.num_layers <= 0 || c.hidden_size <= 0) {
     return m.Err("gemma4.block_count and gemma4.embedding_length must be > 0");
   }
+  if (c.num_layers > kMaxModelLayers) {
+    // Bounds the per-layer vectors a scalar key is broadcast into.
+    return m.Err("gemma4.block_count = " + std::to_string(c.num_layers) +
+                 " exceeds the limit of " + std::to_string(kMaxModelLayers));
+  }
   const int L = c.num_layers;
   G4_ASSIGN_OR_RETURN(const std::vector<int> n_heads, m.PerLayer("attention.head_count", L));
   G4_ASSIGN_OR_RETURN(const std::vector<int> n_kv, m.PerLayer("attention.head_count_kv", L));
