@@ -75,6 +75,7 @@ StatusOr<std::vector<int64_t>> ShapeOf(const GgufFile& f, const char* name) {
 // Full layers' RoPE from rope_freqs (llama.cpp's per-pair frequency divisors, [hd/2]): pairs
 // with a divisor of 1e30 do not rotate; a leading run of equal finite divisors is HF's
 // proportional RoPE with partial_rotary_factor = 2 * run / hd and `factor` = the divisor.
+// (llama.cpp's converter writes [1.0] * int(hd * p / 2) + [1e30] * the rest.)
 StatusOr<RopeConfig> FullRope(const GgufFile& f, double theta, int head_dim) {
   RopeConfig r;
   r.theta = theta;

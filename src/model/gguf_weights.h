@@ -1,6 +1,8 @@
 // Binds a GGUF file's tensors (llama.cpp's gemma4 names, ../shared/spec/peers.md §1.3) to the
 // same slot list the safetensors loader fills (ListTensors), with the same shape checks
-// (BindView): one model definition, two file formats.
+// (BindView): one model definition, two file formats. Norm weights are used as stored, as from
+// safetensors: llama.cpp's Gemma 4 converter applies no "+1" shift (its norm_shift is 0 for
+// gemma4, unlike Gemma 1-3), which the F32 fixture test confirms end to end.
 #pragma once
 
 #include <string>
