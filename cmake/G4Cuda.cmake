@@ -64,6 +64,11 @@ if(G4_CUDA)
   target_link_libraries(g4_kernels_cuda PUBLIC g4_kernels_cuda_host g4_core
                         PRIVATE g4_kernels_cpu g4_kernels_ref CUDA::cudart_static)
   set(G4_CUDA_LIBS g4_kernels_cuda)
+  if(G4_BUILD_BENCHMARKS)
+    # HBM copy bandwidth, the decode roofline (scripts/device-check.sh).
+    add_executable(g4_cuda_bandwidth ${PROJECT_SOURCE_DIR}/benchmarks/cuda/copy_bandwidth.cc)
+    target_link_libraries(g4_cuda_bandwidth PRIVATE g4_kernels_cuda CUDA::cudart_static)
+  endif()
   message(STATUS "g4: CUDA backend ON (archs ${CMAKE_CUDA_ARCHITECTURES})")
 else()
   message(STATUS "g4: CUDA backend OFF")

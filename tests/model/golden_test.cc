@@ -61,6 +61,7 @@ TEST_P(GoldenTest, LogitsMatchReference) {
   ASSERT_EQ(ref.size(), static_cast<size_t>(T * V));
 
   Backend backend(p.backend, 0);
+  if (!backend.status().ok()) GTEST_SKIP() << backend.status().message();  // cuda, no device
   auto logits = (*model)->Forward(backend, ids);
   ASSERT_TRUE(logits.ok()) << logits.status().ToString();
   double max_diff = 0.0;
@@ -154,7 +155,8 @@ TEST_P(GoldenGreedyTest, GreedyContinuationMatches) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllCases, GoldenTest,
-                         ::testing::ValuesIn(AllParams({BackendKind::kRef, BackendKind::kCpu})),
+                         ::testing::ValuesIn(AllParams({BackendKind::kRef, BackendKind::kCpu,
+                                                        BackendKind::kCuda})),
                          ParamName);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(GoldenTest);
 // Full recomputation per step is cheap on the cpu backend only.
