@@ -126,7 +126,9 @@ int Run(ServeArgs& a) {
 RunFn AddServeCommand(CLI::App& app) {
   auto a = std::make_shared<ServeArgs>();
   CLI::App* sub = app.add_subcommand("serve", "Serve the OpenAI API (chat, completions, SSE)");
-  sub->add_option("--model", a->model_dir, "Checkpoint directory (with tokenizer.json)")->required();
+  sub->add_option("--model", a->model_dir,
+                  "Checkpoint directory (with tokenizer.json) or .gguf file")
+      ->required();
   sub->add_option("--host", a->server.host, "Address to bind (default 127.0.0.1)");
   sub->add_option("--port", a->server.port, "Port (0: any free port)");
   sub->add_option("--api-key", a->server.api_key, "Require 'Authorization: Bearer KEY'");
