@@ -230,8 +230,11 @@ Status BindWeights(const ModelConfig& config, const WeightStore& store, ModelWei
 
 Status MakeLmHead(ModelWeights* w, HeadMode mode, int threads) {
   if (mode == HeadMode::kAuto) {
-    // An embedding stored in GGUF blocks (Q6_K in Google's files) is already a small head.
-    mode = AnyQuantizedLinear(*w) && !w->embed.quantized() ? HeadMode::kQ8 : HeadMode::kAsStored;
+    // With quantized linears the head is the biggest decode stream left: an int8 copy is
+    // faster to stream than bf16, and than Q6_K / Q4_K blocks too (their unpacking costs more
+    // than the bytes they save; docs/speed.md). Q8_0 blocks are already int8, kept as stored.
+    const bool stored_is_int8 = w->embed.quantized() && w->embed.quant.kind == QuantKind::kQ8_0;
+    mode = AnyQuantizedLinear(*w) && !stored_is_int8 ? HeadMode::kQ8 : HeadMode::kAsStored;
   }
   // Tied (spec §2.9): a lm_head.weight in the file is a duplicate of the embedding.
   w->lm_head = w->embed;

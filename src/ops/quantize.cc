@@ -8,6 +8,8 @@
 #include <cstring>
 #include <vector>
 
+#include "core/gguf_blocks.h"
+
 namespace g4 {
 namespace {
 
@@ -59,8 +61,12 @@ void QuantizeRow(const float* w, int64_t K, QuantKind kind, int64_t group, DType
 
 StatusOr<QuantizedWeight> QuantizeWeight(ThreadPool& pool, const TensorView& w, QuantKind kind,
                                          int64_t group, DType scale_dtype) {
-  if (w.shape.size() != 2 || w.quantized() || !IsFloat(w.dtype) || w.empty()) {
-    return InvalidArgument("QuantizeWeight: expected a 2-D float tensor, got " +
+  // GGUF block rows (a Q6_K tied embedding re-quantized as an int8 head) are decoded a row at
+  // a time; TensorView::at would decode a whole block per element.
+  const bool gguf = w.quantized() && IsGgufBlock(w.quant.kind);
+  if (w.shape.size() != 2 || (w.quantized() && !gguf) || (!gguf && !IsFloat(w.dtype)) ||
+      w.empty()) {
+    return InvalidArgument("QuantizeWeight: expected a 2-D float or GGUF block tensor, got " +
                            ShapeToString(w.shape) + " " + StorageName(w));
   }
   const int64_t N = w.dim(0), K = w.dim(1);
@@ -86,7 +92,12 @@ StatusOr<QuantizedWeight> QuantizeWeight(ThreadPool& pool, const TensorView& w, 
   pool.ParallelFor(N, 256, [&](int64_t begin, int64_t end) {
     std::vector<float> row(static_cast<size_t>(K));
     for (int64_t n = begin; n < end; ++n) {
-      for (int64_t k = 0; k < K; ++k) row[static_cast<size_t>(k)] = w.at(n * K + k);
+      if (gguf) {
+        DequantizeGgufRow(w.quant.kind, static_cast<const uint8_t*>(w.data) + n * w.quant.row_bytes,
+                          K, row.data());
+      } else {
+        for (int64_t k = 0; k < K; ++k) row[static_cast<size_t>(k)] = w.at(n * K + k);
+      }
       QuantizeRow(row.data(), K, kind, group, scale_dtype, data + n * row_bytes,
                   scales + static_cast<size_t>(n * groups) * DTypeSize(scale_dtype));
     }

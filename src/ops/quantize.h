@@ -32,8 +32,9 @@ struct QuantizedWeight {
   TensorView view;
 };
 
-// Quantizes a float [N, K] weight (F32/BF16/F16) row by row on `pool`. InvalidArgument if w is
-// not a 2-D float tensor, or group does not divide K.
+// Quantizes a float [N, K] weight (F32/BF16/F16, or GGUF blocks, decoded row by row) on
+// `pool`. InvalidArgument if w is not a 2-D float or GGUF block tensor, or group does not
+// divide K.
 StatusOr<QuantizedWeight> QuantizeWeight(ThreadPool& pool, const TensorView& w, QuantKind kind,
                                          int64_t group, DType scale_dtype);
 

@@ -7,6 +7,7 @@
 // kernels' dequantized values differ from the reference's by at most an f32 rounding (fused
 // multiply-adds), so the difference is f32 accumulation.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -20,6 +21,7 @@
 #include "kernels/gguf_test_util.h"
 #include "kernels/ref/kernels.h"
 #include "kernels/test_util.h"
+#include "ops/quantize.h"
 
 namespace g4 {
 namespace {
@@ -139,6 +141,34 @@ TEST(GgufMatMulExact, Q4_0UnitVectors) {
         const int64_t b = k / 32, j = k % 32;
         const float want = static_cast<float>(1 << b) * static_cast<float>((j + b) % 16 - 8);
         for (int64_t t = 0; t < T; ++t) EXPECT_EQ(y[t], want) << target << " k=" << k << " T=" << T;
+      }
+    }
+  }
+}
+
+// The int8 head copy of a GGUF block table (HeadMode::kAuto with a Q6_K tied embedding): each
+// element is within half a step of the block-decoded float (plus the scale's rounding), and
+// the f32 per-row scale is absmax / 127 of the decoded row.
+TEST(GgufQuantize, Int8CopyOfBlocksTracksDecodedRows) {
+  ThreadPool pool(3);
+  uint32_t seed = 11;
+  for (QuantKind kind : testing::kGgufKinds) {
+    const int64_t elems = GgufBlockFormat(kind).elems;
+    const int64_t N = 37, K = 3 * elems;
+    const testing::GgufTensor w(kind, N, K, /*misalign=*/true, seed++);
+    auto q = QuantizeWeight(pool, w.view(), QuantKind::kInt8Group, K, DType::kF32);
+    ASSERT_TRUE(q.ok()) << QuantKindName(kind) << ": " << q.status().ToString();
+    std::vector<float> row(static_cast<size_t>(K));
+    for (int64_t n = 0; n < N; ++n) {
+      DequantizeGgufRow(kind, static_cast<const uint8_t*>(w.view().data) + n * w.view().quant.row_bytes,
+                        K, row.data());
+      float absmax = 0.0f;
+      for (float v : row) absmax = std::max(absmax, std::fabs(v));
+      const float scale = static_cast<const float*>(q->view.quant.scales)[n];
+      ASSERT_FLOAT_EQ(scale, absmax / 127.0f) << QuantKindName(kind) << " n=" << n;
+      for (int64_t k = 0; k < K; ++k) {
+        ASSERT_LE(std::fabs(q->view.at(n * K + k) - row[static_cast<size_t>(k)]), 0.501f * scale)
+            << QuantKindName(kind) << " n=" << n << " k=" << k;
       }
     }
   }
