@@ -13,10 +13,13 @@
 //    instead, which leave the block scale d out of the inner products and apply it once per block:
 //      y[n] = sum_b d[n, b] * sum_{j < 32} q[n, b, j] * x[32 b + j]
 //    (with Q4_0's 16-entry table lookup on AVX-512, as kernels/cpu/matmul_quant.cc does for int4;
-//    the scales of 64 blocks are converted in one pass first). Measured on the 2-core AVX-512 VM
-//    (benchmarks/kernels/matmul_gguf_bench.cc, thread CPU time): Q4_0 decode runs at ~0.8 of the
-//    int4g32 kernel's speed at the same 4.5 bits per weight; the int4 layout's 64-byte loads of
-//    128 nibbles without zero-extension are what Q4_0's 18-byte blocks cannot have.
+//    the scales of 64 blocks are converted in one pass first). On AVX-512 with K % 128 == 0, Q4_0
+//    takes 4 blocks per step in the int4g32 kernel's layout (DecodeTileQ4_0Quad). Measured on the
+//    2-core AVX-512 VM (benchmarks/kernels/matmul_gguf_bench.cc BM_MatVecQ4_0VsInt4, thread CPU
+//    time, one thread, alternating binaries): 0.78-0.84 of the int4g32 kernel's speed at the same
+//    4.5 bits per weight (0.76-0.79 with one block per step). What is left: the f16 scale
+//    gathers (~5%: 0.83-0.88 with them removed) and four 16-byte loads per 72 bytes, a quarter
+//    of them split across cache lines, where int4 has one aligned 64-byte load.
 //  * prefill (T > 1): blocks of rows are dequantized once into an L2-resident f32 panel and the
 //    float GEMM tiles of matmul-inl.h run over it, so each weight byte is unpacked once per call
 //    and every dequantized vector feeds all T tokens.
@@ -429,8 +432,96 @@ HWY_INLINE void DecodeTileQ8_0(const GgufShape& q, const uint8_t* HWY_RESTRICT w
   if constexpr (kR > 3) y[3] = ReduceSum(df, a3);
 }
 
+// ---- AVX-512 Q4_0 decode, 4 blocks (128 weights) per step, K a multiple of 128 ----------------
+// The 4 blocks' 16-byte nibble runs are assembled into one 64-byte vector by a load and three
+// 128-bit inserts from memory (load + ALU ports, not the shuffle port), then decoded as the
+// int4g32 kernel does (kernels/cpu/matmul_quant.cc): dword lane i holds bytes 4i .. 4i+3 of
+// block i / 4; shifting right by 4m puts one nibble per lane in the low bits, which vpermps uses
+// as the index into the table of q - 8. Vector m, lane i is element 32 (i / 4) + 4 (i % 4) +
+// m / 2 + 16 (m % 2) of the 128: x is permuted to that order once per call (PermuteXQ4_0), and
+// lanes 4k .. 4k+3 are scaled by d of block k. Per 128 weights and row: 8 lookups + 1 scale
+// permute on the shuffle port, as int4g32, instead of 4 zero-extends + 8 lookups.
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+constexpr bool kHaveQ4_0Quad = true;
+
+// x [K] into xp [K] in the order above.
+void PermuteXQ4_0(const float* x, int64_t K, float* xp) {
+  for (int64_t b = 0; b < K; b += 128) {
+    for (int64_t m = 0; m < 8; ++m) {
+      for (int64_t i = 0; i < 16; ++i) {
+        xp[b + 16 * m + i] = x[b + 32 * (i / 4) + 4 * (i % 4) + m / 2 + 16 * (m % 2)];
+      }
+    }
+  }
+}
+
+template <int kR>
+HWY_INLINE void DecodeTileQ4_0Quad(const GgufShape& q, const uint8_t* HWY_RESTRICT w,
+                                   const float* HWY_RESTRICT xp, float* HWY_RESTRICT y) {
+  const __m512 table = _mm512_setr_ps(-8.0f, -7.0f, -6.0f, -5.0f, -4.0f, -3.0f, -2.0f, -1.0f,
+                                      0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f, 7.0f);
+  const __m512i quad = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+  const int64_t rb = q.row_bytes;
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  HWY_ALIGN float ds[kR][kScaleChunk];
+  for (int64_t b0 = 0; b0 < q.blocks; b0 += kScaleChunk) {
+    const int64_t nb = std::min(kScaleChunk, q.blocks - b0);  // a multiple of 4
+    BlockScales<kR>(w, rb, 18, b0, nb, ds);
+    for (int64_t j = 0; j < nb; j += 4) {
+      const int64_t b = b0 + j;
+      const float* xb = xp + 32 * b;
+      const __m512 x0 = _mm512_loadu_ps(xb), x1 = _mm512_loadu_ps(xb + 16),
+                   x2 = _mm512_loadu_ps(xb + 32), x3 = _mm512_loadu_ps(xb + 48),
+                   x4 = _mm512_loadu_ps(xb + 64), x5 = _mm512_loadu_ps(xb + 80),
+                   x6 = _mm512_loadu_ps(xb + 96), x7 = _mm512_loadu_ps(xb + 112);
+#define G4_Q4_0_QUAD(r)                                                                         \
+  if constexpr (kR > r) {                                                                       \
+    const uint8_t* p = w + r * rb + 18 * b;                                                     \
+    hwy::Prefetch(p + kR * rb);                                                                 \
+    hwy::Prefetch(p + kR * rb + 64);                                                            \
+    __m512i v = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2)));   \
+    v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 20)), 1);    \
+    v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 38)), 2);    \
+    v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 56)), 3);    \
+    __m512 d = _mm512_mul_ps(_mm512_permutexvar_ps(v, table), x0);                              \
+    d = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), table), x1, d);          \
+    d = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 8), table), x2, d);          \
+    d = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 12), table), x3, d);         \
+    d = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 16), table), x4, d);         \
+    d = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 20), table), x5, d);         \
+    d = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 24), table), x6, d);         \
+    d = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 28), table), x7, d);         \
+    const __m512 sc = _mm512_permutexvar_ps(quad, _mm512_broadcast_f32x4(_mm_load_ps(ds[r] + j))); \
+    a##r = _mm512_fmadd_ps(d, sc, a##r);                                                        \
+  }
+      G4_Q4_0_QUAD(0) G4_Q4_0_QUAD(1) G4_Q4_0_QUAD(2) G4_Q4_0_QUAD(3)
+#undef G4_Q4_0_QUAD
+    }
+  }
+  y[0] = _mm512_reduce_add_ps(a0);
+  if constexpr (kR > 1) y[1] = _mm512_reduce_add_ps(a1);
+  if constexpr (kR > 2) y[2] = _mm512_reduce_add_ps(a2);
+  if constexpr (kR > 3) y[3] = _mm512_reduce_add_ps(a3);
+}
+#else
+constexpr bool kHaveQ4_0Quad = false;
+#endif
+
+// Whether the 4-block Q4_0 decode applies (x must then be permuted by PermuteXQ4_0).
+[[maybe_unused]] bool UseQ4_0Quad(const GgufShape& q) {
+  return kHaveQ4_0Quad && q.kind == QuantKind::kQ4_0 && q.K % 128 == 0;
+}
+
+// x: as permuted by PermuteXQ4_0 when UseQ4_0Quad(q), else natural order.
 void DecodeRows(const GgufShape& q, const float* x, int64_t begin, int64_t end, float* y) {
   int64_t n = begin;
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  if (UseQ4_0Quad(q)) {
+    for (; n + 4 <= end; n += 4) DecodeTileQ4_0Quad<4>(q, q.data + n * q.row_bytes, x, y + n);
+    for (; n < end; ++n) DecodeTileQ4_0Quad<1>(q, q.data + n * q.row_bytes, x, y + n);
+    return;
+  }
+#endif
   if (q.kind == QuantKind::kQ4_0) {
     for (; n + 4 <= end; n += 4) DecodeTileQ4_0<4>(q, q.data + n * q.row_bytes, x, y + n);
     for (; n < end; ++n) DecodeTileQ4_0<1>(q, q.data + n * q.row_bytes, x, y + n);
@@ -458,7 +549,16 @@ void GgufMatMulImpl(ThreadPool& pool, const TensorView& w, const float* x, int64
   if (T == 1) {
     // ~128K weights per chunk before waking a worker pays (as for float weights).
     const int64_t grain = std::max<int64_t>(4, ((int64_t{1} << 17) + K - 1) / K);
-    pool.ParallelFor(N, grain, [&](int64_t begin, int64_t end) { DecodeRows(q, x, begin, end, y); });
+    const float* xd = x;
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+    thread_local std::vector<float> xp_buf;  // x in kernel order, shared read-only by the workers
+    if (UseQ4_0Quad(q)) {
+      xp_buf.resize(static_cast<size_t>(K));
+      PermuteXQ4_0(x, K, xp_buf.data());
+      xd = xp_buf.data();
+    }
+#endif
+    pool.ParallelFor(N, grain, [&](int64_t begin, int64_t end) { DecodeRows(q, xd, begin, end, y); });
     return;
   }
   const int64_t rows = matmul_detail::PanelRows(K);
