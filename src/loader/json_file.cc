@@ -21,9 +21,9 @@ std::string StripExceptionTag(const char* what) {
   return s;
 }
 
-// The byte offset of the first bracket nested deeper than `limit` (outside strings), or npos.
-// Malformed JSON is left to the parser, which reports where it breaks.
-size_t TooDeepAt(std::string_view text, int limit) {
+}  // namespace
+
+size_t JsonTooDeepAt(std::string_view text, int limit) {
   int depth = 0;
   bool in_string = false, escaped = false;
   for (size_t i = 0; i < text.size(); ++i) {
@@ -47,12 +47,10 @@ size_t TooDeepAt(std::string_view text, int limit) {
   return std::string_view::npos;
 }
 
-}  // namespace
-
 StatusOr<nlohmann::json> ParseJson(std::string_view text, const std::string& what_for_messages,
                                    const nlohmann::json::parser_callback_t& callback) {
   const std::string prefix = what_for_messages + ": malformed JSON: ";
-  if (const size_t at = TooDeepAt(text, kMaxJsonFileDepth); at != std::string_view::npos) {
+  if (const size_t at = JsonTooDeepAt(text, kMaxJsonFileDepth); at != std::string_view::npos) {
     return InvalidArgument(prefix + "at byte " + std::to_string(at) + ": nested deeper than " +
                            std::to_string(kMaxJsonFileDepth) + " levels");
   }

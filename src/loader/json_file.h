@@ -16,6 +16,10 @@ namespace g4 {
 // stack.
 inline constexpr int kMaxJsonFileDepth = 128;
 
+// The byte offset of the first array/object bracket (outside strings) nested deeper than
+// `limit`, or npos. A cheap pre-scan run before parsing; malformed JSON is left to the parser.
+size_t JsonTooDeepAt(std::string_view text, int limit);
+
 // Reads and parses `path`. NotFound if it does not exist; InvalidArgument
 // "PATH: malformed JSON: ..." (with the byte position) if it does not parse or nests deeper
 // than kMaxJsonFileDepth.

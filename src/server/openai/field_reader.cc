@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "loader/json_file.h"
 #include "server/openai/json_utf8.h"
 
 namespace g4::openai {
@@ -44,36 +45,6 @@ std::optional<int64_t> AsInt64(const nlohmann::json& value) {
   return std::nullopt;
 }
 
-namespace {
-
-// The deepest nesting of brackets outside strings, stopping early past `limit`. Malformed
-// JSON is left to the parser, which reports where it breaks.
-int NestingDepth(std::string_view body, int limit) {
-  int depth = 0, deepest = 0;
-  bool in_string = false, escaped = false;
-  for (char c : body) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-      if (deepest > limit) break;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return deepest;
-}
-
-}  // namespace
-
 std::string DescribeJsonValue(const nlohmann::json& value) {
   if (value.is_number() || value.is_boolean() || value.is_null()) return value.dump();
   if (value.is_string()) {
@@ -86,7 +57,7 @@ std::string DescribeJsonValue(const nlohmann::json& value) {
 ApiResult<nlohmann::json> ParseJsonObject(std::string_view body) {
   // The parser quotes what it last read, which can be a whole (long) string token.
   constexpr size_t kMaxQuoted = 300;
-  if (NestingDepth(body, kMaxJsonDepth) > kMaxJsonDepth) {
+  if (JsonTooDeepAt(body, kMaxJsonDepth) != std::string_view::npos) {
     return BadRequest("The request body is nested deeper than " + std::to_string(kMaxJsonDepth) +
                       " levels");
   }
