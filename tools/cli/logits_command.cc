@@ -86,7 +86,7 @@ RunFn AddLogitsCommand(CLI::App& app) {
       ->required();
   sub->add_option("--ids", o->ids, "Comma-separated token ids, e.g. 2,17,33")->required();
   sub->add_option("--out", o->out, "Write raw little-endian float32 [T, vocab] here");
-  sub->add_option("--backend", o->backend, "cpu (SIMD, threaded) or ref (scalar oracle)");
+  sub->add_option("--backend", o->backend, "cpu (SIMD, threaded), ref (scalar oracle) or cuda");
   sub->add_option("--threads", o->threads, "Threads for the cpu backend (0: all cores)");
   return [o] { return Run(*o); };
 }

@@ -100,7 +100,7 @@ RunFn AddRunCommand(CLI::App& app) {
   sub->add_option("--prompt", a->prompt, "Prompt text")->required();
   sub->add_flag("--chat", a->chat, "Wrap the prompt as one user turn of the chat format");
   sub->add_flag("--think", a->think, "With --chat: enable thinking");
-  sub->add_option("--backend", a->backend, "cpu or ref");
+  sub->add_option("--backend", a->backend, "cpu, ref or cuda");
   sub->add_option("--threads", a->threads, "Threads for the cpu backend (0: all cores)");
   a->gen.Register(sub);
   return [a] { return Run(*a); };

@@ -138,7 +138,7 @@ RunFn AddServeCommand(CLI::App& app) {
   sub->add_option("--max-waiting", a->engine.max_waiting, "Queued requests before 503");
   sub->add_option("--prefill-budget", a->engine.prefill_budget, "Prompt tokens per engine step");
   sub->add_option("--threads", a->threads, "Compute threads (0: all cores)");
-  sub->add_option("--backend", a->backend, "cpu or ref");
+  sub->add_option("--backend", a->backend, "cpu, ref or cuda");
   sub->add_option("--shutdown-grace", a->shutdown_grace_s, "Seconds in-flight requests get on SIGTERM");
   sub->add_option("--read-timeout", a->server.read_timeout_s,
                   "Seconds a client may stay silent while sending a request (default 10)");
