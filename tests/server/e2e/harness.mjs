@@ -65,11 +65,13 @@ export async function metric(url, name) {
 
 // Polls until metric `name` equals `want` (or the time runs out); returns the last value.
 export async function waitMetric(url, name, want, timeoutMs = 10000) {
+  // `want`: a value to wait for, or a predicate (a gauge may jump past any one value).
+  const reached = typeof want === 'function' ? want : (v) => v === want;
   const end = Date.now() + timeoutMs;
   let v;
   for (;;) {
     v = await metric(url, name);
-    if (v === want || Date.now() > end) return v;
+    if (reached(v) || Date.now() > end) return v;
     await sleep(50);
   }
 }
