@@ -38,12 +38,22 @@ inline uint16_t F32ToBf16(float f) {
 float F16ToF32(uint16_t bits);
 uint16_t F32ToF16(float f);
 
-// Element i of a float tensor stored as `t`, widened to f32.
+// Element i of a float tensor stored as `t`, widened to f32. Byte copies: safetensors only
+// guarantees byte offsets, so `data` may be misaligned for its dtype.
 inline float LoadAsF32(const void* data, DType t, int64_t i) {
+  const auto* bytes = static_cast<const unsigned char*>(data);
   switch (t) {
-    case DType::kF32: return static_cast<const float*>(data)[i];
-    case DType::kBF16: return Bf16ToF32(static_cast<const uint16_t*>(data)[i]);
-    case DType::kF16: return F16ToF32(static_cast<const uint16_t*>(data)[i]);
+    case DType::kF32: {
+      float f;
+      std::memcpy(&f, bytes + i * 4, 4);
+      return f;
+    }
+    case DType::kBF16:
+    case DType::kF16: {
+      uint16_t u;
+      std::memcpy(&u, bytes + i * 2, 2);
+      return t == DType::kBF16 ? Bf16ToF32(u) : F16ToF32(u);
+    }
     default: return 0.0f;  // callers check IsFloat() first
   }
 }

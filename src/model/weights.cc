@@ -4,6 +4,7 @@
 #include "model/weights.h"
 
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 
 #include "loader/compressed_tensors.h"
@@ -143,9 +144,16 @@ Status BindPacked(const TensorSlot& slot, const std::string& module, const Tenso
     const bool int_dtype = ws->dtype == DType::kI64 || ws->dtype == DType::kI32;
     int64_t v[2] = {-1, -1};
     if (int_dtype && ws->shape == std::vector<int64_t>{2}) {
+      // Byte copies: a safetensors tensor may sit at any byte offset.
+      const auto* bytes = static_cast<const unsigned char*>(ws->data);
       for (int i = 0; i < 2; ++i) {
-        v[i] = ws->dtype == DType::kI64 ? static_cast<const int64_t*>(ws->data)[i]
-                                        : static_cast<const int32_t*>(ws->data)[i];
+        if (ws->dtype == DType::kI64) {
+          std::memcpy(&v[i], bytes + i * 8, 8);
+        } else {
+          int32_t x;
+          std::memcpy(&x, bytes + i * 4, 4);
+          v[i] = x;
+        }
       }
     }
     if (v[0] != N || v[1] != K) {

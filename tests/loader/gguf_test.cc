@@ -3,7 +3,6 @@
 // untrusted count).
 #include "loader/gguf.h"
 
-#include <chrono>
 #include <cstring>
 #include <fstream>
 
@@ -68,17 +67,15 @@ class GgufTest : public ::testing::Test {
   Status OpenStatus(const Bytes& b) { return GgufFile::Open(Write(b)).status(); }
   // The message must mention every fragment.
   void ExpectError(const Bytes& b, StatusCode code, std::vector<std::string> fragments) {
-    const auto t0 = std::chrono::steady_clock::now();
+    // No timing here (timed tests flake on shared machines): the fuzz harness's
+    // -malloc_limit_mb is what catches an allocation sized by an untrusted count.
     Status s = OpenStatus(b);
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     ASSERT_FALSE(s.ok());
     EXPECT_EQ(s.code(), code) << s.ToString();
     EXPECT_NE(s.message().find("t.gguf"), std::string::npos) << "names the file: " << s.message();
     for (const std::string& f : fragments) {
       EXPECT_NE(s.message().find(f), std::string::npos) << "'" << f << "' in " << s.message();
     }
-    EXPECT_LT(ms, 1000.0) << "errors come back at once (no huge allocation)";
   }
 
   ScopedTempDir dir_;
