@@ -95,6 +95,26 @@ COMMON = dict(
     rope_parameters=_rope(),
 )
 
+
+def _toy_text(n_sliding, **overrides):
+    """Text config of a toy case: two blocks of `n_sliding` sliding layers then one full layer,
+    at the widths every case shares (hidden 64, 4 q heads, head dims 16 / 32, MLP 64, PLE vocab
+    512); `overrides` sets the rest."""
+    layer_types = ([SLIDING] * n_sliding + [FULL]) * 2
+    text = dict(
+        hidden_size=64,
+        num_hidden_layers=len(layer_types),
+        layer_types=layer_types,
+        num_attention_heads=4,
+        head_dim=16,
+        global_head_dim=32,
+        intermediate_size=64,
+        vocab_size_per_layer_input=512,
+        attention_k_eq_v=False,
+    )
+    text.update(overrides)
+    return text
+
 CASES = {
     "hf-e2b-like": dict(
         layout="multimodal",
@@ -111,21 +131,13 @@ CASES = {
             "k_proj/v_proj/k_norm for the shared layers and a per_layer_config instead of "
             "global_head_dim."
         ),
-        text=dict(
-            hidden_size=64,
-            num_hidden_layers=10,
-            layer_types=([SLIDING] * 4 + [FULL]) * 2,
-            num_attention_heads=4,
+        text=_toy_text(
+            4,
             num_key_value_heads=1,
-            head_dim=16,
-            global_head_dim=32,
             sliding_window=7,
-            intermediate_size=64,
             use_double_wide_mlp=True,
             num_kv_shared_layers=4,
             hidden_size_per_layer_input=8,
-            vocab_size_per_layer_input=512,
-            attention_k_eq_v=False,
             max_position_embeddings=131072,
         ),
     ),
@@ -142,21 +154,13 @@ CASES = {
             "uses KV head j // 2), head dims 16 / 32, sliding window 6 crossed by a 26-token prompt, "
             "MLP 64 everywhere (no double-wide), PLE width 8."
         ),
-        text=dict(
-            hidden_size=64,
-            num_hidden_layers=12,
-            layer_types=([SLIDING] * 5 + [FULL]) * 2,
-            num_attention_heads=4,
+        text=_toy_text(
+            5,
             num_key_value_heads=2,
-            head_dim=16,
-            global_head_dim=32,
             sliding_window=6,
-            intermediate_size=64,
             use_double_wide_mlp=False,
             num_kv_shared_layers=6,
             hidden_size_per_layer_input=8,
-            vocab_size_per_layer_input=512,
-            attention_k_eq_v=False,
             max_position_embeddings=131072,
         ),
     ),
@@ -175,21 +179,14 @@ CASES = {
             "24-token prompt, MLP 64, use_bidirectional_attention 'vision' as released (text-only "
             "input is plain causal)."
         ),
-        text=dict(
-            hidden_size=64,
-            num_hidden_layers=12,
-            layer_types=([SLIDING] * 5 + [FULL]) * 2,
-            num_attention_heads=4,
+        text=_toy_text(
+            5,
             num_key_value_heads=2,
             num_global_key_value_heads=1,
-            head_dim=16,
-            global_head_dim=32,
             sliding_window=8,
-            intermediate_size=64,
             use_double_wide_mlp=False,
             num_kv_shared_layers=0,
             hidden_size_per_layer_input=0,
-            vocab_size_per_layer_input=512,
             attention_k_eq_v=True,
             use_bidirectional_attention="vision",
             max_position_embeddings=262144,
