@@ -2,21 +2,19 @@
 // buffered output through a temporary file.
 #include "loader/gguf_writer.h"
 
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <utility>
 
 #include "core/tensor.h"
-#include "loader/loader_util.h"
+#include "loader/output_file.h"
 
 namespace g4 {
 namespace {
 
 using gguf::ValueType;
-using loader_internal::ErrnoText;
+using loader_internal::OutputFile;
+using loader_internal::TensorSink;
 
-constexpr size_t kWriteBufferBytes = size_t{1} << 20;
 constexpr size_t kMaxKeyBytes = 65535;
 constexpr size_t kMaxNameBytes = 64;
 
@@ -34,85 +32,6 @@ void AppendString(std::string* out, std::string_view s) {
   Append<uint64_t>(out, s.size());
   out->append(s);
 }
-
-// PATH.partial behind a large stdio buffer; renamed to PATH by Commit(), deleted otherwise.
-class OutputFile {
- public:
-  explicit OutputFile(std::string path) : path_(std::move(path)), tmp_(path_ + ".partial") {}
-  ~OutputFile() {
-    if (file_ != nullptr) std::fclose(file_);
-    if (!committed_) std::remove(tmp_.c_str());
-  }
-  OutputFile(const OutputFile&) = delete;
-  OutputFile& operator=(const OutputFile&) = delete;
-
-  Status Open() {
-    file_ = std::fopen(tmp_.c_str(), "wb");
-    if (file_ == nullptr) return IoError(path_ + ": cannot create " + tmp_ + ": " + ErrnoText(errno));
-    std::setvbuf(file_, nullptr, _IOFBF, kWriteBufferBytes);
-    return Status::Ok();
-  }
-  Status Write(const void* p, size_t n) {
-    if (n != 0 && std::fwrite(p, 1, n, file_) != n) {
-      return IoError(path_ + ": write failed: " + ErrnoText(errno));
-    }
-    pos_ += n;
-    return Status::Ok();
-  }
-  Status PadTo(uint64_t alignment) {
-    static const char kZeros[256] = {};
-    uint64_t pad = AlignUp(pos_, alignment) - pos_;
-    while (pad > 0) {
-      const size_t n = static_cast<size_t>(std::min<uint64_t>(pad, sizeof(kZeros)));
-      G4_RETURN_IF_ERROR(Write(kZeros, n));
-      pad -= n;
-    }
-    return Status::Ok();
-  }
-  uint64_t pos() const { return pos_; }
-  Status Commit() {
-    FILE* f = std::exchange(file_, nullptr);
-    if (std::fclose(f) != 0) return IoError(path_ + ": write failed on close: " + ErrnoText(errno));
-    if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
-      return IoError(path_ + ": cannot rename " + tmp_ + " into place: " + ErrnoText(errno));
-    }
-    committed_ = true;
-    return Status::Ok();
-  }
-
- private:
-  std::string path_, tmp_;
-  FILE* file_ = nullptr;
-  uint64_t pos_ = 0;
-  bool committed_ = false;
-};
-
-// Forwards a fill callback's bytes, refusing any past the tensor's size; keeps its first error.
-class TensorSink : public ByteSink {
- public:
-  TensorSink(OutputFile* out, std::string context, uint64_t expected)
-      : out_(out), context_(std::move(context)), expected_(expected) {}
-  Status Write(const void* p, size_t n) override {
-    if (!error_.ok()) return error_;
-    if (n > expected_ - written_) {
-      error_ = Internal(context_ + ": fill wrote more than the tensor's " +
-                        std::to_string(expected_) + " bytes");
-      return error_;
-    }
-    error_ = out_->Write(p, n);
-    if (error_.ok()) written_ += n;
-    return error_;
-  }
-  const Status& error() const { return error_; }
-  uint64_t written() const { return written_; }
-
- private:
-  OutputFile* out_;
-  std::string context_;
-  uint64_t expected_;
-  uint64_t written_ = 0;
-  Status error_;
-};
 
 }  // namespace
 
@@ -272,13 +191,7 @@ Status WriteGguf(const std::string& path, const GgufMetadata& metadata,
   for (size_t i = 0; i < specs.size(); ++i) {
     const std::string ctx = path + ": tensor '" + specs[i].name + "'";
     TensorSink sink(&out, ctx, bytes[i]);
-    const Status s = fill(i, sink);
-    if (!sink.error().ok()) return sink.error();
-    if (!s.ok()) return s.WithContext(ctx);
-    if (sink.written() != bytes[i]) {
-      return Internal(ctx + ": fill wrote " + std::to_string(sink.written()) + " of " +
-                      std::to_string(bytes[i]) + " bytes");
-    }
+    G4_RETURN_IF_ERROR(sink.Finish(fill(i, sink)));
     G4_RETURN_IF_ERROR(out.PadTo(alignment));
   }
   return out.Commit();

@@ -2,7 +2,6 @@
 // file, and the sharding / index logic of Hugging Face checkpoints.
 #include "loader/safetensors_writer.h"
 
-#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -15,97 +14,19 @@
 
 #include "core/tensor.h"
 #include "loader/loader_util.h"
+#include "loader/output_file.h"
 #include "loader/safetensors.h"
 #include "loader/weight_store.h"
 
 namespace g4 {
 namespace {
 
-using loader_internal::ErrnoText;
 using loader_internal::JoinPath;
+using loader_internal::OutputFile;
 using loader_internal::Quoted;
+using loader_internal::TensorSink;
 
 namespace fs = std::filesystem;
-
-constexpr size_t kWriteBufferBytes = size_t{1} << 20;
-
-// A file written through a large stdio buffer to PATH.partial, renamed to PATH by Commit();
-// destroyed uncommitted, it deletes the partial file.
-class OutputFile {
- public:
-  explicit OutputFile(std::string path) : path_(std::move(path)), tmp_path_(path_ + ".partial") {}
-  ~OutputFile() {
-    if (file_ != nullptr) std::fclose(file_);
-    if (!committed_) std::remove(tmp_path_.c_str());
-  }
-  OutputFile(const OutputFile&) = delete;
-  OutputFile& operator=(const OutputFile&) = delete;
-
-  const std::string& path() const { return path_; }
-
-  Status Open() {
-    file_ = std::fopen(tmp_path_.c_str(), "wb");
-    if (file_ == nullptr) {
-      return IoError(path_ + ": cannot create " + tmp_path_ + ": " + ErrnoText(errno));
-    }
-    std::setvbuf(file_, nullptr, _IOFBF, kWriteBufferBytes);
-    return Status::Ok();
-  }
-
-  Status Write(const void* p, size_t n) {
-    if (n != 0 && std::fwrite(p, 1, n, file_) != n) {
-      return IoError(path_ + ": write failed: " + ErrnoText(errno));
-    }
-    return Status::Ok();
-  }
-
-  // Flushes, closes (where delayed write errors such as ENOSPC surface) and renames.
-  Status Commit() {
-    FILE* f = std::exchange(file_, nullptr);
-    if (std::fclose(f) != 0) return IoError(path_ + ": write failed on close: " + ErrnoText(errno));
-    if (std::rename(tmp_path_.c_str(), path_.c_str()) != 0) {
-      return IoError(path_ + ": cannot rename " + tmp_path_ + " into place: " + ErrnoText(errno));
-    }
-    committed_ = true;
-    return Status::Ok();
-  }
-
- private:
-  std::string path_;
-  std::string tmp_path_;
-  FILE* file_ = nullptr;
-  bool committed_ = false;
-};
-
-// The sink handed to a fill callback: forwards to the file, refuses bytes past the tensor's
-// size, and remembers its first error so a callback that ignores it cannot hide it.
-class TensorSink : public ByteSink {
- public:
-  TensorSink(OutputFile* out, std::string context, uint64_t expected)
-      : out_(out), context_(std::move(context)), expected_(expected) {}
-
-  Status Write(const void* p, size_t n) override {
-    if (!error_.ok()) return error_;
-    if (n > expected_ - written_) {
-      error_ = Internal(context_ + ": fill wrote more than the tensor's " +
-                        std::to_string(expected_) + " bytes");
-      return error_;
-    }
-    error_ = out_->Write(p, n);
-    if (error_.ok()) written_ += n;
-    return error_;
-  }
-
-  const Status& error() const { return error_; }
-  uint64_t written() const { return written_; }
-
- private:
-  OutputFile* out_;
-  std::string context_;
-  uint64_t expected_;
-  uint64_t written_ = 0;
-  Status error_;
-};
 
 // Byte size of every spec, after checking names are usable and unique and sizes do not
 // overflow, and that there is a fill to call (an empty std::function would throw).
@@ -178,14 +99,8 @@ Status WriteTensor(OutputFile& out, const TensorSpec& spec, size_t index, uint64
   const std::string ctx = out.path() + ": tensor " + Quoted(spec.name);
   TensorSink sink(&out, ctx, bytes);
   const Status filled = fill(index, sink);
-  if (!sink.error().ok()) return sink.error();
-  if (!filled.ok()) return filled.WithContext(ctx);
-  if (sink.written() != bytes) {
-    return Internal(ctx + ": fill wrote " + std::to_string(sink.written()) + " bytes, expected " +
-                    std::to_string(bytes) + " (" + DTypeName(spec.dtype) + " " +
-                    ShapeToString(spec.shape) + ")");
-  }
-  return Status::Ok();
+  return sink.Finish(filled, " bytes, expected " + std::to_string(bytes) + " (" +
+                                 DTypeName(spec.dtype) + " " + ShapeToString(spec.shape) + ")");
 }
 
 // WriteSafetensors after ValidateSpecs.
