@@ -288,26 +288,38 @@ std::string TypeOf(const nlohmann::json& j) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string("(no type)");
 }
 
+// Parses one pipeline step (a normalizer, pre-tokenizer or decoder) at `path` into `out`.
+using StepParser = Status (*)(const nlohmann::json&, const std::string&, TokenizerJson*);
+
+// A "Sequence" step: `parse` on each element of its array `key` ("normalizers", ...).
+Status ParseSequence(const nlohmann::json& j, const std::string& path, const std::string& key,
+                     StepParser parse, TokenizerJson* out) {
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_array()) return InvalidArgument(path + "." + key + " is missing");
+  for (size_t i = 0; i < it->size(); ++i) {
+    G4_RETURN_IF_ERROR(parse((*it)[i], path + "." + key + "[" + std::to_string(i) + "]", out));
+  }
+  return Status::Ok();
+}
+
+// A "Replace" step: a literal pattern and its "content".
+Status ParseReplace(const nlohmann::json& j, const std::string& path, Replacement* r) {
+  G4_RETURN_IF_ERROR(LiteralPattern(j, path, &r->from));
+  if (!j.contains("content") || !j["content"].is_string()) {
+    return InvalidArgument(path + ".content is missing");
+  }
+  r->to = j["content"].get<std::string>();
+  return Status::Ok();
+}
+
 Status Normalizer(const nlohmann::json& j, const std::string& path, TokenizerJson* out) {
   if (j.is_null()) return Status::Ok();
   if (!j.is_object()) return InvalidArgument(path + " is not an object");
   const std::string type = TypeOf(j);
-  if (type == "Sequence") {
-    const auto it = j.find("normalizers");
-    if (it == j.end() || !it->is_array()) return InvalidArgument(path + ".normalizers is missing");
-    for (size_t i = 0; i < it->size(); ++i) {
-      G4_RETURN_IF_ERROR(
-          Normalizer((*it)[i], path + ".normalizers[" + std::to_string(i) + "]", out));
-    }
-    return Status::Ok();
-  }
+  if (type == "Sequence") return ParseSequence(j, path, "normalizers", Normalizer, out);
   if (type == "Replace") {
     Replacement r;
-    G4_RETURN_IF_ERROR(LiteralPattern(j, path, &r.from));
-    if (!j.contains("content") || !j["content"].is_string()) {
-      return InvalidArgument(path + ".content is missing");
-    }
-    r.to = j["content"].get<std::string>();
+    G4_RETURN_IF_ERROR(ParseReplace(j, path, &r));
     out->normalizer.push_back(std::move(r));
     return Status::Ok();
   }
@@ -318,15 +330,7 @@ Status PreTokenizer(const nlohmann::json& j, const std::string& path, TokenizerJ
   if (j.is_null()) return Status::Ok();
   if (!j.is_object()) return InvalidArgument(path + " is not an object");
   const std::string type = TypeOf(j);
-  if (type == "Sequence") {
-    const auto it = j.find("pretokenizers");
-    if (it == j.end() || !it->is_array()) return InvalidArgument(path + ".pretokenizers is missing");
-    for (size_t i = 0; i < it->size(); ++i) {
-      G4_RETURN_IF_ERROR(
-          PreTokenizer((*it)[i], path + ".pretokenizers[" + std::to_string(i) + "]", out));
-    }
-    return Status::Ok();
-  }
+  if (type == "Sequence") return ParseSequence(j, path, "pretokenizers", PreTokenizer, out);
   if (type == "Split") {
     std::string literal;
     G4_RETURN_IF_ERROR(LiteralPattern(j, path, &literal));
@@ -347,21 +351,10 @@ Status Decoder(const nlohmann::json& j, const std::string& path, TokenizerJson* 
   if (j.is_null()) return Status::Ok();
   if (!j.is_object()) return InvalidArgument(path + " is not an object");
   const std::string type = TypeOf(j);
-  if (type == "Sequence") {
-    const auto it = j.find("decoders");
-    if (it == j.end() || !it->is_array()) return InvalidArgument(path + ".decoders is missing");
-    for (size_t i = 0; i < it->size(); ++i) {
-      G4_RETURN_IF_ERROR(Decoder((*it)[i], path + ".decoders[" + std::to_string(i) + "]", out));
-    }
-    return Status::Ok();
-  }
+  if (type == "Sequence") return ParseSequence(j, path, "decoders", Decoder, out);
   if (type == "Replace") {
     Replacement r;
-    G4_RETURN_IF_ERROR(LiteralPattern(j, path, &r.from));
-    if (!j.contains("content") || !j["content"].is_string()) {
-      return InvalidArgument(path + ".content is missing");
-    }
-    r.to = j["content"].get<std::string>();
+    G4_RETURN_IF_ERROR(ParseReplace(j, path, &r));
     out->decoder_replacements.push_back(std::move(r));
     return Status::Ok();
   }
@@ -377,7 +370,7 @@ Status Parser::ParsePipeline() {
   struct Section {
     std::string_view raw;
     const char* name;
-    Status (*fn)(const nlohmann::json&, const std::string&, TokenizerJson*);
+    StepParser fn;
   };
   const Section sections[] = {{out_->raw_normalizer, "normalizer", Normalizer},
                               {out_->raw_pre_tokenizer, "pre_tokenizer", PreTokenizer},
