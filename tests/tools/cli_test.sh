@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # End-to-end check of the g4 binary: make-model writes a checkpoint, logits runs it on both
-# backends, the first stderr line is the device policy, the output file is [T, vocab] float32,
-# and bad input exits non-zero with a message naming the problem.
+# backends, the first stderr line is the device policy (the model's weight dtypes follow on the
+# next), the output file is [T, vocab] float32, and bad input exits non-zero with a message naming
+# the problem. Every model command states its device policy before it touches the model, and
+# `--backend cuda` without a usable device fails before the model is read.
 set -uo pipefail
 G4="$1"
 TMP=$(mktemp -d)
@@ -15,8 +17,10 @@ for backend in cpu ref; do
   "$G4" logits --model "$TMP/m" --ids 2,17,33 --backend "$backend" --out "$TMP/l_$backend.f32" \
     >"$TMP/out_$backend" 2>"$TMP/err_$backend" || fail "logits --backend $backend: $(cat "$TMP/err_$backend")"
   first=$(head -n1 "$TMP/err_$backend")
-  [[ "$first" == "g4: device policy: backend=$backend "*"compute=f32 weights=bf16" ]] \
+  [[ "$first" == "g4: device policy: backend=$backend "*"compute=f32" ]] \
     || fail "first stderr line is not the device policy: '$first'"
+  second=$(sed -n 2p "$TMP/err_$backend")
+  [ "$second" == "g4: model weights=bf16" ] || fail "second stderr line is not the weights: '$second'"
   grep -q "^T=3 vocab=512$" "$TMP/out_$backend" || fail "summary: $(cat "$TMP/out_$backend")"
   size=$(stat -c %s "$TMP/l_$backend.f32")
   [ "$size" -eq $((3 * 512 * 4)) ] || fail "logits file has $size bytes, expected $((3 * 512 * 4))"
@@ -29,4 +33,29 @@ if "$G4" logits --model "$TMP/none" --ids 2 >/dev/null 2>"$TMP/bad"; then fail "
 grep -q "$TMP/none" "$TMP/bad" || fail "missing-model message does not name the path: $(cat "$TMP/bad")"
 if "$G4" logits --model "$TMP/m" --ids 2 --backend gpu >/dev/null 2>"$TMP/bad"; then fail "unknown backend accepted"; fi
 grep -q "unknown backend 'gpu'" "$TMP/bad" || fail "backend message: $(cat "$TMP/bad")"
+
+# The policy comes before the model: with a model path that does not exist, each model command's
+# first stderr line is the policy and the load error (naming the path) comes after it.
+for cmd in "logits --ids 2" "generate --ids 2" "run --prompt hi" "bench --contexts 8" "serve --port 0"; do
+  # shellcheck disable=SC2086
+  if "$G4" $cmd --model "$TMP/none" >/dev/null 2>"$TMP/bad"; then fail "$cmd: missing model accepted"; fi
+  first=$(head -n1 "$TMP/bad")
+  [[ "$first" == "g4: device policy: backend=cpu "*"compute=f32" ]] || fail "$cmd: first line '$first'"
+  sed -n 2p "$TMP/bad" | grep -q "^g4: error: .*$TMP/none" || fail "$cmd: no load error after the policy: $(cat "$TMP/bad")"
+done
+
+# --backend cuda fails before the model is touched where there is no device (or no CUDA build):
+# the error is the cuda one, not the missing model. With a device the policy names cuda instead.
+for cmd in "logits --ids 2" "run --prompt hi" "serve --port 0"; do
+  # shellcheck disable=SC2086
+  if "$G4" $cmd --model "$TMP/none" --backend cuda >/dev/null 2>"$TMP/bad"; then fail "$cmd: cuda run accepted"; fi
+  first=$(head -n1 "$TMP/bad")
+  if [[ "$first" == "g4: device policy: backend=cuda "* ]]; then
+    sed -n 2p "$TMP/bad" | grep -q "$TMP/none" || fail "$cmd --backend cuda: $(cat "$TMP/bad")"
+  else
+    [[ "$first" == "g4: error: "*"--backend cuda: "* ]] || fail "$cmd --backend cuda: first line '$first'"
+    [ "$(wc -l <"$TMP/bad")" -eq 1 ] && ! grep -q "$TMP/none" "$TMP/bad" \
+      || fail "$cmd --backend cuda: the model was read before the device error: $(cat "$TMP/bad")"
+  fi
+done
 echo "cli_test: ok"

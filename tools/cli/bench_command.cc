@@ -26,6 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend_setup.h"
 #include "commands.h"
 #include "core/log.h"
 #include "core/process_stats.h"
@@ -290,34 +291,34 @@ int Run(const BenchArgs& a) {
     LogError(s.ToString());
     return 1;
   };
-  auto kind = ParseBackendKind(a.backend);
-  if (!kind.ok()) return fail(kind.status());
   auto contexts = ParseContexts(a.contexts);
   if (!contexts.ok()) return fail(contexts.status());
   auto head = ParseHeadMode(a.head);
   if (!head.ok()) return fail(head.status());
   if (a.decode < 0 || a.repeat < 1) return fail(InvalidArgument("--decode must be >= 0, --repeat >= 1"));
   SetDefaultHeadMode(*head);
+  auto backend = OpenBackend(a.backend, a.threads);  // first: its policy line, a device error
+  if (!backend.ok()) return fail(backend.status());
+  Backend& be = **backend;
 
   const auto t_load = Clock::now();
   auto loaded = Gemma4Model::Load(a.model_dir);
   if (!loaded.ok()) return fail(loaded.status());
   const Gemma4Model& model = **loaded;
   const double load_s = Seconds(t_load, Clock::now());
-  const uint64_t resident_after_load = ResidentBytes();
+  const uint64_t resident_after_load = ResidentBytes();  // with cuda: includes its host context
   const ModelConfig& c = model.config();
-  Backend be(*kind, a.threads);
-  if (!be.status().ok()) return fail(be.status());  // e.g. cuda without a device
 
   const std::map<std::string, uint64_t> by_storage = BytesByStorage(c, model.weights());
   std::string weights;
   for (const auto& [name, bytes] : by_storage) {
     if (name.find("(lm head)") == std::string::npos) weights += (weights.empty() ? "" : "+") + name;
   }
-  const std::string policy = be.PolicyString() + " weights=" + weights +
-                             " head=" + StorageName(model.weights().lm_head);
+  const std::string model_policy =
+      "weights=" + weights + " head=" + StorageName(model.weights().lm_head);
+  const std::string policy = be.PolicyString() + " " + model_policy;  // for the table and JSON
   const std::string commit = GitCommit();
-  LogInfo("device policy: " + policy);
+  LogInfo("model " + model_policy);
   LogInfo("commit " + commit + "; loaded " + a.model_dir + " in " + std::to_string(load_s) +
           " s; resident " + Gb(static_cast<double>(resident_after_load)) + " of " +
           Gb(static_cast<double>(model.mapped_bytes())) + " mapped");

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "backend_setup.h"
 #include "commands.h"
 #include "core/log.h"
 #include "model/gemma4.h"
@@ -26,21 +27,18 @@ int Run(GenerateArgs& a) {
     LogError(s.ToString());
     return 1;
   };
-  auto kind = ParseBackendKind(a.backend);
-  if (!kind.ok()) return fail(kind.status());
   auto ids = ParseIdList(a.ids, "--ids");
   if (!ids.ok()) return fail(ids.status());
-  auto model = Gemma4Model::Load(a.model_dir);
+  auto backend = OpenBackend(a.backend, a.threads);  // first: its policy line, a device error
+  if (!backend.ok()) return fail(backend.status());
+  auto model = LoadModelLogged(a.model_dir);
   if (!model.ok()) return fail(model.status());
-  Backend backend(*kind, a.threads);
-  if (!backend.status().ok()) return fail(backend.status());  // e.g. cuda without a device
-  LogInfo("device policy: " + backend.PolicyString() + " weights=" + (*model)->WeightDTypes());
   GenerationOptions options = a.gen.ToOptions((*model)->config());
   GenerationCallbacks cb;
   cb.on_info = [](const std::string& line) { LogInfo(line); };
   OpProfiler profiler;
-  if (a.profile) AttachDecodeProfiler(backend, profiler, (*model)->config().vocab_size, cb);
-  auto result = Generate(**model, backend, *ids, options, cb);
+  if (a.profile) AttachDecodeProfiler(**backend, profiler, (*model)->config().vocab_size, cb);
+  auto result = Generate(**model, **backend, *ids, options, cb);
   if (!result.ok()) return fail(result.status());
   LogGenerationSummary(*result);
   if (a.profile) std::fprintf(stderr, "%s", FormatGenerationProfile(profiler, result->stats).c_str());

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 
+#include "backend_setup.h"
 #include "commands.h"
 #include "core/log.h"
 #include "core/process_stats.h"
@@ -32,24 +33,21 @@ int Run(const LogitsOptions& o) {
     LogError(s.ToString());
     return 1;
   };
-  auto kind = ParseBackendKind(o.backend);
-  if (!kind.ok()) return fail(kind.status());
   auto ids = ParseIdList(o.ids, "--ids");
   if (!ids.ok()) return fail(ids.status());
+  auto backend = OpenBackend(o.backend, o.threads);  // first: its policy line, a device error
+  if (!backend.ok()) return fail(backend.status());
 
   const auto t0 = Clock::now();
-  auto model = Gemma4Model::Load(o.model_dir);
+  auto model = LoadModelLogged(o.model_dir);
   if (!model.ok()) return fail(model.status());
   const double load_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-  Backend backend(*kind, o.threads);
-  if (!backend.status().ok()) return fail(backend.status());  // e.g. cuda without a device
-  LogInfo("device policy: " + backend.PolicyString() + " weights=" + (*model)->WeightDTypes());
   LogInfo("loaded " + o.model_dir + " in " + std::to_string(static_cast<int>(load_ms)) +
           " ms; resident " + std::to_string(static_cast<int>(MiB(ResidentBytes()))) + " MiB of " +
           std::to_string(static_cast<int>(MiB((*model)->mapped_bytes()))) + " MiB mapped");
 
   const auto t1 = Clock::now();
-  auto logits = (*model)->Forward(backend, *ids);
+  auto logits = (*model)->Forward(**backend, *ids);
   if (!logits.ok()) return fail(logits.status());
   const double fwd_ms = std::chrono::duration<double, std::milli>(Clock::now() - t1).count();
   LogInfo("forward of " + std::to_string(ids->size()) + " tokens in " +

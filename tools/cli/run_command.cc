@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "backend_setup.h"
 #include "commands.h"
 #include "core/log.h"
 #include "model/gemma4.h"
@@ -29,13 +30,10 @@ int Run(RunArgs& a) {
     LogError(s.ToString());
     return 1;
   };
-  auto kind = ParseBackendKind(a.backend);
-  if (!kind.ok()) return fail(kind.status());
-  auto model = Gemma4Model::Load(a.model_dir);
+  auto backend = OpenBackend(a.backend, a.threads);  // first: its policy line, a device error
+  if (!backend.ok()) return fail(backend.status());
+  auto model = LoadModelLogged(a.model_dir);
   if (!model.ok()) return fail(model.status());
-  Backend backend(*kind, a.threads);
-  if (!backend.status().ok()) return fail(backend.status());  // e.g. cuda without a device
-  LogInfo("device policy: " + backend.PolicyString() + " weights=" + (*model)->WeightDTypes());
   // A .gguf model carries its tokenizer and chat template in its metadata.
   auto model_tok = LoadModelTokenizer(a.model_dir);
   if (!model_tok.ok()) return fail(model_tok.status().WithContext("tokenizer of " + a.model_dir));
@@ -80,7 +78,7 @@ int Run(RunArgs& a) {
       if (done == total) std::fprintf(stderr, "\n");
     };
   }
-  auto r = Generate(**model, backend, prompt, options, cb);
+  auto r = Generate(**model, **backend, prompt, options, cb);
   if (!r.ok()) return fail(r.status());
   const std::string tail = decoder.Finish();
   std::fwrite(tail.data(), 1, tail.size(), stdout);

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "backend_setup.h"
 #include "commands.h"
 #include "core/log.h"
 #include "loader/json_file.h"
@@ -56,13 +57,10 @@ int Run(ServeArgs& a) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  auto kind = ParseBackendKind(a.backend);
-  if (!kind.ok()) return fail(kind.status());
-  auto model = Gemma4Model::Load(a.model_dir);
+  auto backend = OpenBackend(a.backend, a.threads);  // first: its policy line, a device error
+  if (!backend.ok()) return fail(backend.status());
+  auto model = LoadModelLogged(a.model_dir);
   if (!model.ok()) return fail(model.status());
-  Backend backend(*kind, a.threads);
-  if (!backend.status().ok()) return fail(backend.status());  // e.g. cuda without a device
-  LogInfo("device policy: " + backend.PolicyString() + " weights=" + (*model)->WeightDTypes());
   // A .gguf model carries its tokenizer and chat template in its metadata.
   auto model_tok = LoadModelTokenizer(a.model_dir);
   if (!model_tok.ok()) return fail(model_tok.status().WithContext("tokenizer of " + a.model_dir));
@@ -90,7 +88,7 @@ int Run(ServeArgs& a) {
 
   Metrics metrics(state.defaults.model_name);
   MetricsObserver observer(&metrics);
-  Engine engine(**model, backend, tokenizer->get(), a.engine, &observer);
+  Engine engine(**model, **backend, tokenizer->get(), a.engine, &observer);
   {
     auto probe = SequenceKvCache::Create(config, a.engine.ctx_size);
     if (probe.ok()) LogInfo((*probe)->Describe() + "; up to " + std::to_string(a.engine.max_batch) + " sequences");
