@@ -42,6 +42,34 @@ GenerationOptions Greedy(int max_tokens) {
   return o;
 }
 
+// A greedy request for Prompt(n, salt) that may generate `max_tokens`.
+EngineRequest Request(int n, int salt, int max_tokens) {
+  EngineRequest req;
+  req.prompt = Prompt(n, salt);
+  req.options = Greedy(max_tokens);
+  return req;
+}
+
+// Engine options with `max_batch` running slots and `ctx_size` positions; the rest default.
+EngineOptions Options(int max_batch, int ctx_size) {
+  EngineOptions eo;
+  eo.max_batch = max_batch;
+  eo.ctx_size = ctx_size;
+  return eo;
+}
+
+// Every test runs the tiny synthetic model on the CPU backend.
+class EngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    model_ = TinyModel();
+    ASSERT_NE(model_, nullptr);
+  }
+
+  std::unique_ptr<Gemma4Model> model_;
+  Backend backend_{BackendKind::kCpu, 0};
+};
+
 // Drains a handle: the finished event's result (fails the test on a 30 s stall).
 GenerationResult Wait(RequestHandle& h, int* token_events = nullptr) {
   RequestEvent ev;
@@ -57,29 +85,21 @@ GenerationResult Wait(RequestHandle& h, int* token_events = nullptr) {
   return {};
 }
 
-TEST(EngineTest, ConcurrentGreedyOutputsEqualSoloOutputs) {
-  auto model = TinyModel();
-  ASSERT_NE(model, nullptr);
+TEST_F(EngineTest, ConcurrentGreedyOutputsEqualSoloOutputs) {
   Backend solo_backend(BackendKind::kCpu, 1);
   std::vector<std::vector<int32_t>> expected;
   for (int s = 0; s < 8; ++s) {
-    auto r = Generate(*model, solo_backend, Prompt(3 + 5 * s, s), Greedy(12));
+    auto r = Generate(*model_, solo_backend, Prompt(3 + 5 * s, s), Greedy(12));
     ASSERT_TRUE(r.ok());
     expected.push_back(r->tokens);
   }
-  Backend backend(BackendKind::kCpu, 0);
-  EngineOptions eo;
-  eo.max_batch = 4;  // 8 requests: half wait, then join as others finish
+  EngineOptions eo = Options(4, 128);  // 8 requests: half wait, then join as others finish
   eo.prefill_budget = 9;
-  eo.ctx_size = 128;
-  Engine engine(*model, backend, nullptr, eo);
+  Engine engine(*model_, backend_, nullptr, eo);
   engine.Start();
   std::vector<std::shared_ptr<RequestHandle>> handles;
   for (int s = 0; s < 8; ++s) {
-    EngineRequest req;
-    req.prompt = Prompt(3 + 5 * s, s);
-    req.options = Greedy(12);
-    auto h = engine.Submit(std::move(req));
+    auto h = engine.Submit(Request(3 + 5 * s, s, 12));
     ASSERT_TRUE(h.ok()) << h.status().ToString();
     handles.push_back(*h);
   }
@@ -94,18 +114,11 @@ TEST(EngineTest, ConcurrentGreedyOutputsEqualSoloOutputs) {
   engine.Shutdown(1s);
 }
 
-TEST(EngineTest, CancelFreesTheSlotWithinAStep) {
-  auto model = TinyModel();
-  ASSERT_NE(model, nullptr);
-  Backend backend(BackendKind::kCpu, 0);
-  EngineOptions eo;
-  eo.max_batch = 1;
-  eo.ctx_size = 512;
-  Engine engine(*model, backend, nullptr, eo);
+TEST_F(EngineTest, CancelFreesTheSlotWithinAStep) {
+  EngineOptions eo = Options(1, 512);
+  Engine engine(*model_, backend_, nullptr, eo);
   engine.Start();
-  EngineRequest req;
-  req.prompt = Prompt(10, 1);
-  req.options = Greedy(400);
+  EngineRequest req = Request(10, 1, 400);
   auto h = engine.Submit(req);
   ASSERT_TRUE(h.ok());
   RequestEvent ev;
@@ -125,19 +138,12 @@ TEST(EngineTest, CancelFreesTheSlotWithinAStep) {
   engine.Shutdown(1s);
 }
 
-TEST(EngineTest, CancelledQueuedRequestIsDroppedWithoutRunning) {
-  auto model = TinyModel();
-  ASSERT_NE(model, nullptr);
-  Backend backend(BackendKind::kCpu, 0);
-  EngineOptions eo;
-  eo.max_batch = 1;
+TEST_F(EngineTest, CancelledQueuedRequestIsDroppedWithoutRunning) {
+  EngineOptions eo = Options(1, 512);
   eo.max_waiting = 1;
-  eo.ctx_size = 512;
-  Engine engine(*model, backend, nullptr, eo);
+  Engine engine(*model_, backend_, nullptr, eo);
   engine.Start();
-  EngineRequest req;
-  req.prompt = Prompt(10, 1);
-  req.options = Greedy(400);
+  EngineRequest req = Request(10, 1, 400);
   auto running = engine.Submit(req);
   ASSERT_TRUE(running.ok());
   RequestEvent ev;
@@ -155,19 +161,12 @@ TEST(EngineTest, CancelledQueuedRequestIsDroppedWithoutRunning) {
   engine.Shutdown(0ms);
 }
 
-TEST(EngineTest, KvBlocksInUseFollowRunningSequences) {
-  auto model = TinyModel();
-  ASSERT_NE(model, nullptr);
-  Backend backend(BackendKind::kCpu, 0);
-  EngineOptions eo;
-  eo.max_batch = 2;
-  eo.ctx_size = 512;
-  Engine engine(*model, backend, nullptr, eo);
+TEST_F(EngineTest, KvBlocksInUseFollowRunningSequences) {
+  EngineOptions eo = Options(2, 512);
+  Engine engine(*model_, backend_, nullptr, eo);
   engine.Start();
   EXPECT_EQ(engine.Stats().kv_blocks_in_use, 0);
-  EngineRequest req;
-  req.prompt = Prompt(20, 3);
-  req.options = Greedy(400);
+  EngineRequest req = Request(20, 3, 400);
   auto a = engine.Submit(req);
   auto b = engine.Submit(req);
   ASSERT_TRUE(a.ok() && b.ok());
@@ -195,18 +194,11 @@ TEST(EngineTest, KvBlocksInUseFollowRunningSequences) {
   engine.Shutdown(0ms);
 }
 
-TEST(EngineTest, FullQueueAndBadRequestsAreRefused) {
-  auto model = TinyModel();
-  ASSERT_NE(model, nullptr);
-  Backend backend(BackendKind::kCpu, 0);
-  EngineOptions eo;
-  eo.max_batch = 1;
+TEST_F(EngineTest, FullQueueAndBadRequestsAreRefused) {
+  EngineOptions eo = Options(1, 64);
   eo.max_waiting = 2;
-  eo.ctx_size = 64;
-  Engine engine(*model, backend, nullptr, eo);  // not started: nothing leaves the queue
-  EngineRequest req;
-  req.prompt = Prompt(5, 0);
-  req.options = Greedy(4);
+  Engine engine(*model_, backend_, nullptr, eo);  // not started: nothing leaves the queue
+  EngineRequest req = Request(5, 0, 4);
   ASSERT_TRUE(engine.Submit(req).ok());
   ASSERT_TRUE(engine.Submit(req).ok());
   auto third = engine.Submit(req);
@@ -225,19 +217,12 @@ TEST(EngineTest, FullQueueAndBadRequestsAreRefused) {
   EXPECT_FALSE(engine.Submit(req).ok());
 }
 
-TEST(EngineTest, ShutdownEndsQueuedAndRunningRequests) {
-  auto model = TinyModel();
-  ASSERT_NE(model, nullptr);
-  Backend backend(BackendKind::kCpu, 0);
-  EngineOptions eo;
-  eo.max_batch = 1;
-  eo.ctx_size = 4096;
-  Engine engine(*model, backend, nullptr, eo);
+TEST_F(EngineTest, ShutdownEndsQueuedAndRunningRequests) {
+  EngineOptions eo = Options(1, 4096);
+  Engine engine(*model_, backend_, nullptr, eo);
   ASSERT_TRUE(engine.Warmup().ok());
   engine.Start();
-  EngineRequest req;
-  req.prompt = Prompt(5, 0);
-  req.options = Greedy(4000);
+  EngineRequest req = Request(5, 0, 4000);
   auto running = engine.Submit(req);
   auto queued = engine.Submit(req);
   ASSERT_TRUE(running.ok() && queued.ok());
