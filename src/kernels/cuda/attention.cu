@@ -8,14 +8,10 @@
 #include <cmath>
 #include <string>
 
+#include "kernels/cuda/load.cuh"
+
 namespace g4::cuda {
 namespace {
-
-Status LaunchStatus(const char* what) {
-  const cudaError_t e = cudaGetLastError();
-  if (e == cudaSuccess) return Status::Ok();
-  return Internal(std::string(what) + ": " + cudaGetErrorString(e));
-}
 
 struct AttnParams {
   const float* q;

@@ -2,20 +2,13 @@
 // not multiples of anything) is bounds-checked and loads outside the tensor read as zero.
 #include "kernels/cuda/matmul.h"
 
-#include <cuda_fp16.h>
-
 #include <string>
 
+#include "kernels/cuda/load.cuh"
 #include "kernels/cuda/matmul_quant.h"
 
 namespace g4::cuda {
 namespace {
-
-Status LaunchStatus(const char* what) {
-  const cudaError_t e = cudaGetLastError();
-  if (e == cudaSuccess) return Status::Ok();
-  return Internal(std::string(what) + ": " + cudaGetErrorString(e));
-}
 
 // Weight element loaders: the stored type widened to f32.
 struct F32W {
@@ -24,14 +17,12 @@ struct F32W {
 };
 struct Bf16W {
   using Elem = uint16_t;
-  static __device__ float FromBits(uint32_t bits) { return __uint_as_float(bits << 16); }
+  static __device__ float FromBits(uint32_t bits) { return Bf16BitsToF32(bits); }
   static __device__ float Load(const Elem* p, int64_t i) { return FromBits(p[i]); }
 };
 struct F16W {
   using Elem = uint16_t;
-  static __device__ float FromBits(uint32_t bits) {
-    return __half2float(__ushort_as_half(static_cast<unsigned short>(bits)));
-  }
+  static __device__ float FromBits(uint32_t bits) { return F16BitsToF32(bits); }
   static __device__ float Load(const Elem* p, int64_t i) { return FromBits(p[i]); }
 };
 

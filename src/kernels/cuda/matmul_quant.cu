@@ -2,29 +2,13 @@
 // and elements past K load as zero (a zero x element cancels whatever nibble sits beside it).
 #include "kernels/cuda/matmul_quant.h"
 
-#include <cuda_fp16.h>
-
 #include <string>
 
+#include "kernels/cuda/load.cuh"
 #include "kernels/cuda/matmul.h"
 
 namespace g4::cuda {
 namespace {
-
-Status LaunchStatus(const char* what) {
-  const cudaError_t e = cudaGetLastError();
-  if (e == cudaSuccess) return Status::Ok();
-  return Internal(std::string(what) + ": " + cudaGetErrorString(e));
-}
-
-enum ScaleType : int { kScaleF32 = 0, kScaleBf16 = 1, kScaleF16 = 2 };
-
-__device__ __forceinline__ float LoadScale(const void* p, int type, int64_t i) {
-  if (type == kScaleF32) return static_cast<const float*>(p)[i];
-  const uint16_t bits = static_cast<const uint16_t*>(p)[i];
-  if (type == kScaleBf16) return __uint_as_float(static_cast<uint32_t>(bits) << 16);
-  return __half2float(__ushort_as_half(bits));
-}
 
 // Element k of a packed row: low nibble for even k, high for odd; stored nibble = q + 8.
 __device__ __forceinline__ int Nibble(uint8_t byte, int64_t k) {
@@ -45,7 +29,7 @@ constexpr int kQChunkPadded = kQChunk + kQChunk / 32;
 // lane's 32 nibbles are one uint4 load within one group (one scale).
 template <bool kFast>
 __global__ void Int4GemvKernel(const uint8_t* __restrict__ w, int64_t row_bytes,
-                               const void* __restrict__ scales, int scale_type, int64_t N,
+                               const void* __restrict__ scales, ElemType scale_type, int64_t N,
                                int64_t K, int64_t group, const float* __restrict__ x, int T,
                                float* __restrict__ y) {
   __shared__ float xs[kQMaxT][kQChunkPadded];
@@ -67,7 +51,7 @@ __global__ void Int4GemvKernel(const uint8_t* __restrict__ w, int64_t row_bytes,
       const int64_t k = kc + 32 * lane;
       if (k < K) {
         const uint4 raw = *reinterpret_cast<const uint4*>(row + k / 2);
-        const float s = LoadScale(scales, scale_type, n * groups + k / group);
+        const float s = LoadF32(scale_type, scales, n * groups + k / group);
         const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
         float part[kQMaxT] = {};
 #pragma unroll
@@ -87,7 +71,7 @@ __global__ void Int4GemvKernel(const uint8_t* __restrict__ w, int64_t row_bytes,
       const int64_t kend = kc + kQChunk < K ? kc + kQChunk : K;
       for (int64_t k = kc + lane; k < kend; k += 32) {
         const float wv = static_cast<float>(Nibble(row[k / 2], k)) *
-                         LoadScale(scales, scale_type, n * groups + k / group);
+                         LoadF32(scale_type, scales, n * groups + k / group);
         const int kk = static_cast<int>(k - kc);
 #pragma unroll
         for (int t = 0; t < kQMaxT; ++t) acc[t] += wv * xs[t][XIdx(kk)];
@@ -113,7 +97,7 @@ __global__ void Int4GemvKernel(const uint8_t* __restrict__ w, int64_t row_bytes,
 template <int BM, int BN, int BK>
 __global__ void __launch_bounds__(kW4A16Threads)
     Int4GemmKernel(const uint8_t* __restrict__ w, int64_t row_bytes,
-                   const void* __restrict__ scales, int scale_type, int64_t N, int64_t K,
+                   const void* __restrict__ scales, ElemType scale_type, int64_t N, int64_t K,
                    int64_t group, const float* __restrict__ x, int64_t T, float* __restrict__ y,
                    int stages, int slots) {
   extern __shared__ __align__(16) unsigned char smem[];
@@ -147,7 +131,7 @@ __global__ void __launch_bounds__(kW4A16Threads)
     for (int idx = tid; idx < BN * slots; idx += kW4A16Threads) {
       const int c = idx / slots, s = idx % slots;
       const int64_t n = n0 + c, g = g0 + s;
-      sc[idx] = (n < N && g < groups) ? LoadScale(scales, scale_type, n * groups + g) : 0.0f;
+      sc[idx] = (n < N && g < groups) ? LoadF32(scale_type, scales, n * groups + g) : 0.0f;
     }
     for (int idx = tid; idx < BN * HB; idx += kW4A16Threads) {
       const int c = idx / HB, b2 = idx % HB;
@@ -220,8 +204,8 @@ Status CheckInt4(const TensorView& w, const float* x, int64_t T, const float* y)
   return Status::Ok();
 }
 
-int ScaleTypeOf(DType t) {
-  return t == DType::kF32 ? kScaleF32 : t == DType::kBF16 ? kScaleBf16 : kScaleF16;
+ElemType ScaleTypeOf(DType t) {
+  return t == DType::kF32 ? ElemType::kF32 : t == DType::kBF16 ? ElemType::kBF16 : ElemType::kF16;
 }
 
 template <int BM, int BN, int BK>
@@ -265,7 +249,7 @@ Status Int4GemvDevice(const TensorView& w, const float* x, int64_t T, float* y,
                     reinterpret_cast<uintptr_t>(w.data) % 16 == 0;
   const unsigned blocks = static_cast<unsigned>((N + kQGemvWarps - 1) / kQGemvWarps);
   const auto* wp = static_cast<const uint8_t*>(w.data);
-  const int st = ScaleTypeOf(w.quant.scale_dtype);
+  const ElemType st = ScaleTypeOf(w.quant.scale_dtype);
   for (int64_t t0 = 0; t0 < T; t0 += kQMaxT) {
     const int tc = static_cast<int>(T - t0 < kQMaxT ? T - t0 : kQMaxT);
     if (fast) {
