@@ -15,31 +15,19 @@ namespace g4::openai {
 namespace {
 
 using ::g4::openai::testing::ChatBody;
-using ::g4::openai::testing::ErrorOf;
+using ::g4::openai::testing::ChatRequestOf;
+using ::g4::openai::testing::ExpectRejected;
 using ::g4::openai::testing::GemmaDefaults;
+using ::g4::openai::testing::RejectCase;
 using ::g4::openai::testing::RequestOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-struct RejectCase {
-  const char* name;
-  std::string body;     // a whole body
-  int status;
-  const char* param;    // "" = null
-  const char* message;  // a substring of the message
-};
-
-std::ostream& operator<<(std::ostream& os, const RejectCase& c) { return os << c.name; }
 
 class ChatRejectTest : public ::testing::TestWithParam<RejectCase> {};
 
 TEST_P(ChatRejectTest, AnswersWithTheStatusParamAndMessage) {
   const RejectCase& c = GetParam();
-  const ApiError e = ErrorOf(ParseChatRequest(c.body, GemmaDefaults()), c.body);
-  EXPECT_EQ(e.status, c.status) << e.message;
-  EXPECT_EQ(e.param, c.param) << e.message;
-  EXPECT_THAT(e.message, HasSubstr(c.message));
-  EXPECT_EQ(e.type, c.status == 404 ? "NotFoundError" : "BadRequestError");
+  ExpectRejected(ParseChatRequest(c.body, GemmaDefaults()), c);
 }
 
 const RejectCase kChatRejects[] = {
@@ -237,7 +225,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, ChatRejectTest, ::testing::ValuesIn(kChatRejects
 
 TEST(ChatRequestTest, MinimalBodyTakesTheServerDefaults) {
   const std::string body = R"({"messages":[{"role":"user","content":"Hi"}]})";
-  const ParsedRequest r = RequestOf(ParseChatRequest(body, GemmaDefaults()), body);
+  const ParsedRequest r = ChatRequestOf(body);
   EXPECT_EQ(r.kind, ParsedRequest::Kind::kChat);
   EXPECT_EQ(r.model, "gemma-4-e2b");
   EXPECT_EQ(r.messages, nlohmann::json::parse(R"([{"role":"user","content":"Hi"}])"));
@@ -266,14 +254,14 @@ TEST(ChatRequestTest, ModelMayBeOmittedEmptyOrTheServedName) {
   for (const char* model : {R"("model":"")", R"("model":null)", R"("model":"gemma-4-e2b")"}) {
     const std::string body =
         std::string(R"({"messages":[{"role":"user","content":"x"}],)") + model + "}";
-    EXPECT_EQ(RequestOf(ParseChatRequest(body, GemmaDefaults()), body).model, "gemma-4-e2b");
+    EXPECT_EQ(ChatRequestOf(body).model, "gemma-4-e2b");
   }
 }
 
 TEST(ChatRequestTest, MaxCompletionTokensWinsOverMaxTokens) {
   const auto max_tokens = [](const std::string& extra) {
     const std::string body = ChatBody(extra);
-    return RequestOf(ParseChatRequest(body, GemmaDefaults()), body).max_tokens;
+    return ChatRequestOf(body).max_tokens;
   };
   EXPECT_EQ(max_tokens(R"("max_tokens":10)"), 10);
   EXPECT_EQ(max_tokens(R"("max_completion_tokens":20)"), 20);
@@ -289,7 +277,7 @@ TEST(ChatRequestTest, UnknownAndIgnorableFieldsAreAccepted) {
       R"("user":"u-42","metadata":{"k":"v"},"store":false,"service_tier":"auto",)"
       R"("parallel_tool_calls":true,"x_custom_field":{"nested":[1,2,{"a":null}]},)"
       R"("spaces_between_special_tokens":true,"priority":0,"request_id":"abc")");
-  RequestOf(ParseChatRequest(body, GemmaDefaults()), body);
+  ChatRequestOf(body);
 }
 
 TEST(ChatRequestTest, UnsupportedFieldsAtTheirNeutralValuesAreAccepted) {
@@ -298,13 +286,13 @@ TEST(ChatRequestTest, UnsupportedFieldsAtTheirNeutralValuesAreAccepted) {
       R"("n":1,"best_of":1,"functions":null,"min_tokens":0,"use_beam_search":false,)"
       R"("echo":false,"guided_json":null,"include_stop_str_in_output":false,"stop":null,)"
       R"("chat_template":"")");
-  RequestOf(ParseChatRequest(body, GemmaDefaults()), body);
+  ChatRequestOf(body);
   const std::string nulls = ChatBody(
       R"("temperature":null,"top_p":null,"top_k":null,"seed":null,"tools":null,)"
       R"("tool_choice":null,"response_format":null,"logit_bias":null,"n":null,)"
       R"("stream":null,"stream_options":null,"max_tokens":null,"logprobs":null,)"
       R"("top_logprobs":null,"reasoning_effort":null,"chat_template_kwargs":null)");
-  const ParsedRequest r = RequestOf(ParseChatRequest(nulls, GemmaDefaults()), nulls);
+  const ParsedRequest r = ChatRequestOf(nulls);
   EXPECT_EQ(r.sampling.top_k, 64) << "null means the default";
 }
 
@@ -312,7 +300,7 @@ TEST(ChatRequestTest, SamplingFieldsOverrideTheDefaults) {
   const std::string body = ChatBody(
       R"("temperature":0.7,"top_p":0.9,"top_k":40,"min_p":0.05,"presence_penalty":0.5,)"
       R"("frequency_penalty":-0.5,"repetition_penalty":1.1,"seed":42)");
-  const ParsedRequest r = RequestOf(ParseChatRequest(body, GemmaDefaults()), body);
+  const ParsedRequest r = ChatRequestOf(body);
   EXPECT_FLOAT_EQ(r.sampling.temperature, 0.7f);
   EXPECT_FLOAT_EQ(r.sampling.top_p, 0.9f);
   EXPECT_EQ(r.sampling.top_k, 40);
@@ -328,40 +316,32 @@ TEST(ChatRequestTest, SamplingFieldsOverrideTheDefaults) {
 TEST(ChatRequestTest, EdgeValuesOfTheRangesAreAccepted) {
   const std::string body = ChatBody(
       R"("temperature":2,"top_p":1,"min_p":1,"presence_penalty":-2,"frequency_penalty":2)");
-  RequestOf(ParseChatRequest(body, GemmaDefaults()), body);
+  ChatRequestOf(body);
   const std::string zero = ChatBody(R"("temperature":0,"min_p":0)");
-  EXPECT_TRUE(RequestOf(ParseChatRequest(zero, GemmaDefaults()), zero).sampling.IsGreedy());
+  EXPECT_TRUE(ChatRequestOf(zero).sampling.IsGreedy());
 }
 
 TEST(ChatRequestTest, TopKMinusOneAndZeroMeanOff) {
   for (const char* k : {"-1", "0"}) {
     const std::string body = ChatBody(std::string(R"("top_k":)") + k);
-    EXPECT_EQ(RequestOf(ParseChatRequest(body, GemmaDefaults()), body).sampling.top_k, 0) << k;
+    EXPECT_EQ(ChatRequestOf(body).sampling.top_k, 0) << k;
   }
   const std::string huge = ChatBody(R"("top_k":100000000000)");
-  EXPECT_EQ(RequestOf(ParseChatRequest(huge, GemmaDefaults()), huge).sampling.top_k,
-            std::numeric_limits<int>::max());
+  EXPECT_EQ(ChatRequestOf(huge).sampling.top_k, std::numeric_limits<int>::max());
 }
 
 TEST(ChatRequestTest, RepeatPenaltySpellings) {
   const std::string llama = ChatBody(R"("repeat_penalty":1.3)");
-  EXPECT_FLOAT_EQ(RequestOf(ParseChatRequest(llama, GemmaDefaults()), llama)
-                      .sampling.repetition_penalty,
-                  1.3f);
+  EXPECT_FLOAT_EQ(ChatRequestOf(llama).sampling.repetition_penalty, 1.3f);
   const std::string both = ChatBody(R"("repetition_penalty":1.2,"repeat_penalty":1.3)");
-  EXPECT_FLOAT_EQ(RequestOf(ParseChatRequest(both, GemmaDefaults()), both)
-                      .sampling.repetition_penalty,
-                  1.2f)
-      << "vLLM's spelling wins";
+  EXPECT_FLOAT_EQ(ChatRequestOf(both).sampling.repetition_penalty, 1.2f) << "vLLM's spelling wins";
 }
 
 TEST(ChatRequestTest, SeedIsAnInt64) {
   const std::string negative = ChatBody(R"("seed":-1)");
-  EXPECT_EQ(*RequestOf(ParseChatRequest(negative, GemmaDefaults()), negative).sampling.seed,
-            std::numeric_limits<uint64_t>::max());
+  EXPECT_EQ(*ChatRequestOf(negative).sampling.seed, std::numeric_limits<uint64_t>::max());
   const std::string max = ChatBody(R"("seed":9223372036854775807)");
-  EXPECT_EQ(*RequestOf(ParseChatRequest(max, GemmaDefaults()), max).sampling.seed,
-            9223372036854775807ull);
+  EXPECT_EQ(*ChatRequestOf(max).sampling.seed, 9223372036854775807ull);
 }
 
 TEST(ChatRequestTest, ServerDefaultSeedIsNotInherited) {
@@ -373,16 +353,15 @@ TEST(ChatRequestTest, ServerDefaultSeedIsNotInherited) {
 
 TEST(ChatRequestTest, StopStringOrList) {
   const std::string one = ChatBody(R"("stop":"\n\n")");
-  EXPECT_THAT(RequestOf(ParseChatRequest(one, GemmaDefaults()), one).stop, ElementsAre("\n\n"));
+  EXPECT_THAT(ChatRequestOf(one).stop, ElementsAre("\n\n"));
   const std::string list = ChatBody(R"("stop":["a","","b","c","d","e"])");
-  EXPECT_THAT(RequestOf(ParseChatRequest(list, GemmaDefaults()), list).stop,
-              ElementsAre("a", "b", "c", "d", "e"))
+  EXPECT_THAT(ChatRequestOf(list).stop, ElementsAre("a", "b", "c", "d", "e"))
       << "no 4-item cap; empty strings dropped";
 }
 
 TEST(ChatRequestTest, StopTokenIdsMergeWithTheDefaults) {
   const std::string body = ChatBody(R"("stop_token_ids":[106,7,7],"ignore_eos":true)");
-  const ParsedRequest r = RequestOf(ParseChatRequest(body, GemmaDefaults()), body);
+  const ParsedRequest r = ChatRequestOf(body);
   EXPECT_THAT(r.stop_token_ids, ElementsAre(1, 106, 50, 7));
   EXPECT_TRUE(r.ignore_eos);
 }
@@ -390,7 +369,7 @@ TEST(ChatRequestTest, StopTokenIdsMergeWithTheDefaults) {
 TEST(ChatRequestTest, StreamOptions) {
   const auto parse = [](const std::string& extra) {
     const std::string body = ChatBody(extra);
-    return RequestOf(ParseChatRequest(body, GemmaDefaults()), body);
+    return ChatRequestOf(body);
   };
   EXPECT_TRUE(parse(R"("stream":true)").stream);
   EXPECT_FALSE(parse(R"("stream":true)").include_usage);
@@ -403,18 +382,18 @@ TEST(ChatRequestTest, StreamOptions) {
 
 TEST(ChatRequestTest, Logprobs) {
   const std::string body = ChatBody(R"("logprobs":true,"top_logprobs":5)");
-  const ParsedRequest r = RequestOf(ParseChatRequest(body, GemmaDefaults()), body);
+  const ParsedRequest r = ChatRequestOf(body);
   EXPECT_TRUE(r.logprobs);
   EXPECT_EQ(r.top_logprobs, 5);
   const std::string zero = ChatBody(R"("top_logprobs":0)");
-  EXPECT_FALSE(RequestOf(ParseChatRequest(zero, GemmaDefaults()), zero).logprobs)
+  EXPECT_FALSE(ChatRequestOf(zero).logprobs)
       << "top_logprobs 0 asks for nothing, so logprobs need not be set";
 }
 
 TEST(ChatRequestTest, ThinkingSwitches) {
   const auto thinking = [](const std::string& extra) {
     const std::string body = ChatBody(extra);
-    return RequestOf(ParseChatRequest(body, GemmaDefaults()), body).enable_thinking;
+    return ChatRequestOf(body).enable_thinking;
   };
   EXPECT_FALSE(thinking(""));
   EXPECT_TRUE(thinking(R"("chat_template_kwargs":{"enable_thinking":true})"));
@@ -427,7 +406,7 @@ TEST(ChatRequestTest, ThinkingSwitches) {
       << "chat_template_kwargs wins over reasoning_effort";
   EXPECT_TRUE(thinking(R"("chat_template_kwargs":{"other":1,"enable_thinking":true})"));
   const std::string body = ChatBody(R"("include_reasoning":false,"add_generation_prompt":false)");
-  const ParsedRequest r = RequestOf(ParseChatRequest(body, GemmaDefaults()), body);
+  const ParsedRequest r = ChatRequestOf(body);
   EXPECT_FALSE(r.include_reasoning);
   EXPECT_FALSE(r.add_generation_prompt);
 }
@@ -442,7 +421,7 @@ TEST(ChatRequestTest, MessageShapesAccepted) {
       {"role":"tool","tool_call_id":"c1","content":"42"},
       {"role":"assistant"},
       {"role":"user","content":"", "name":"bob"}]})";
-  const ParsedRequest r = RequestOf(ParseChatRequest(body, GemmaDefaults()), body);
+  const ParsedRequest r = ChatRequestOf(body);
   EXPECT_EQ(r.messages.size(), 7u);
   EXPECT_EQ(r.messages[3]["tool_calls"][0]["id"], "c1") << "passed through to RenderChat";
 }

@@ -12,30 +12,18 @@ namespace g4::openai {
 namespace {
 
 using ::g4::openai::testing::CompletionBody;
-using ::g4::openai::testing::ErrorOf;
+using ::g4::openai::testing::CompletionRequestOf;
+using ::g4::openai::testing::ExpectRejected;
 using ::g4::openai::testing::GemmaDefaults;
-using ::g4::openai::testing::RequestOf;
+using ::g4::openai::testing::RejectCase;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-struct RejectCase {
-  const char* name;
-  std::string body;
-  int status;
-  const char* param;
-  const char* message;
-};
-
-std::ostream& operator<<(std::ostream& os, const RejectCase& c) { return os << c.name; }
 
 class CompletionRejectTest : public ::testing::TestWithParam<RejectCase> {};
 
 TEST_P(CompletionRejectTest, AnswersWithTheStatusParamAndMessage) {
   const RejectCase& c = GetParam();
-  const ApiError e = ErrorOf(ParseCompletionRequest(c.body, GemmaDefaults()), c.body);
-  EXPECT_EQ(e.status, c.status) << e.message;
-  EXPECT_EQ(e.param, c.param) << e.message;
-  EXPECT_THAT(e.message, HasSubstr(c.message));
+  ExpectRejected(ParseCompletionRequest(c.body, GemmaDefaults()), c);
 }
 
 const RejectCase kCompletionRejects[] = {
@@ -89,7 +77,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, CompletionRejectTest, ::testing::ValuesIn(kCompl
 
 TEST(CompletionRequestTest, DefaultMaxTokensIsSixteen) {
   const std::string body = R"({"prompt":"Once"})";
-  const ParsedRequest r = RequestOf(ParseCompletionRequest(body, GemmaDefaults()), body);
+  const ParsedRequest r = CompletionRequestOf(body);
   EXPECT_EQ(r.kind, ParsedRequest::Kind::kCompletion);
   EXPECT_EQ(r.model, "gemma-4-e2b");
   EXPECT_EQ(r.max_tokens, 16);
@@ -104,7 +92,7 @@ TEST(CompletionRequestTest, DefaultMaxTokensIsSixteen) {
 TEST(CompletionRequestTest, MaxTokensAndMaxCompletionTokens) {
   const auto max_tokens = [](const std::string& extra) {
     const std::string body = CompletionBody(extra);
-    return RequestOf(ParseCompletionRequest(body, GemmaDefaults()), body).max_tokens;
+    return CompletionRequestOf(body).max_tokens;
   };
   EXPECT_EQ(max_tokens(R"("max_tokens":100)"), 100);
   EXPECT_EQ(max_tokens(R"("max_tokens":100,"max_completion_tokens":7)"), 7);
@@ -114,7 +102,7 @@ TEST(CompletionRequestTest, MaxTokensAndMaxCompletionTokens) {
 TEST(CompletionRequestTest, PromptShapes) {
   const auto parse = [](const std::string& prompt) {
     const std::string body = R"({"prompt":)" + prompt + "}";
-    return RequestOf(ParseCompletionRequest(body, GemmaDefaults()), body);
+    return CompletionRequestOf(body);
   };
   EXPECT_EQ(parse(R"("")").prompt_text, "") << "an empty text prompt still gets <bos>";
   EXPECT_EQ(parse(R"(["one string"])").prompt_text, "one string");
@@ -128,11 +116,11 @@ TEST(CompletionRequestTest, PromptShapes) {
 
 TEST(CompletionRequestTest, LogprobsIsTheNumberOfAlternatives) {
   const std::string zero = CompletionBody(R"("logprobs":0)");
-  const ParsedRequest r0 = RequestOf(ParseCompletionRequest(zero, GemmaDefaults()), zero);
+  const ParsedRequest r0 = CompletionRequestOf(zero);
   EXPECT_TRUE(r0.logprobs);
   EXPECT_EQ(r0.top_logprobs, 0);
   const std::string five = CompletionBody(R"("logprobs":5,"echo":true)");
-  const ParsedRequest r5 = RequestOf(ParseCompletionRequest(five, GemmaDefaults()), five);
+  const ParsedRequest r5 = CompletionRequestOf(five);
   EXPECT_TRUE(r5.logprobs);
   EXPECT_EQ(r5.top_logprobs, 5);
   EXPECT_TRUE(r5.echo);
@@ -142,14 +130,14 @@ TEST(CompletionRequestTest, ChatOnlyFieldsAreUnknownHere) {
   // tools/echo etc. mean nothing to /v1/completions in vLLM either: ignored as unknown keys.
   const std::string body = CompletionBody(
       R"("messages":"not checked","tools":[{"x":1}],"chat_template_kwargs":5,"user":"u")");
-  RequestOf(ParseCompletionRequest(body, GemmaDefaults()), body);
+  CompletionRequestOf(body);
 }
 
 TEST(CompletionRequestTest, StreamingAndStops) {
   const std::string body = CompletionBody(
       R"("stream":true,"stream_options":{"include_usage":true},"stop":["\n"],"ignore_eos":true,)"
       R"("skip_special_tokens":false,"suffix":"","best_of":1)");
-  const ParsedRequest r = RequestOf(ParseCompletionRequest(body, GemmaDefaults()), body);
+  const ParsedRequest r = CompletionRequestOf(body);
   EXPECT_TRUE(r.stream);
   EXPECT_TRUE(r.include_usage);
   EXPECT_THAT(r.stop, ElementsAre("\n"));
@@ -159,7 +147,7 @@ TEST(CompletionRequestTest, StreamingAndStops) {
 
 TEST(CompletionRequestTest, PromptIdsAgainstTheVocabulary) {
   const std::string body = R"({"prompt":[2, 262143, 262144]})";
-  const ParsedRequest r = RequestOf(ParseCompletionRequest(body, GemmaDefaults()), body);
+  const ParsedRequest r = CompletionRequestOf(body);
   const std::optional<ApiError> e = ValidatePromptIds(r, 262144);
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->status, 400);
@@ -167,8 +155,7 @@ TEST(CompletionRequestTest, PromptIdsAgainstTheVocabulary) {
   EXPECT_THAT(e->message, HasSubstr("262144 is outside the vocabulary [0, 262144)"));
   EXPECT_FALSE(ValidatePromptIds(r, 262145).has_value());
   const std::string text = CompletionBody("");
-  EXPECT_FALSE(
-      ValidatePromptIds(RequestOf(ParseCompletionRequest(text, GemmaDefaults()), text), 1));
+  EXPECT_FALSE(ValidatePromptIds(CompletionRequestOf(text), 1));
 }
 
 }  // namespace

@@ -1,9 +1,12 @@
-// Shared fixtures of the request-parser tests: the server defaults of a Gemma 4 E2B deployment
-// and helpers that unwrap a ParseResult with a readable failure message.
+// Shared fixtures of the request-parser tests: the server defaults of a Gemma 4 E2B deployment,
+// helpers that unwrap a ParseResult with a readable failure message, and the table row of the
+// parameterized rejection tests.
 #pragma once
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <string>
 
 #include "server/openai/request.h"
@@ -32,6 +35,35 @@ inline ParsedRequest RequestOf(const ParseResult& result, const std::string& bod
   EXPECT_TRUE(result.ok()) << "rejected: " << body << "\n  -> " << result.error().status << " "
                            << result.error().message;
   return result.ok() ? result.value() : ParsedRequest{};
+}
+
+// A body a parser must refuse, and what it must answer.
+struct RejectCase {
+  const char* name;
+  std::string body;  // a whole body
+  int status;
+  const char* param;    // "" = null
+  const char* message;  // a substring of the message
+};
+
+inline std::ostream& operator<<(std::ostream& os, const RejectCase& c) { return os << c.name; }
+
+// Checks a parse of `c.body` failed with c's status, param and message, and the error type
+// that goes with the status.
+inline void ExpectRejected(const ParseResult& result, const RejectCase& c) {
+  const ApiError e = ErrorOf(result, c.body);
+  EXPECT_EQ(e.status, c.status) << e.message;
+  EXPECT_EQ(e.param, c.param) << e.message;
+  EXPECT_THAT(e.message, ::testing::HasSubstr(c.message));
+  EXPECT_EQ(e.type, c.status == 404 ? "NotFoundError" : "BadRequestError");
+}
+
+// The request of a chat / completion body that must parse under GemmaDefaults().
+inline ParsedRequest ChatRequestOf(const std::string& body) {
+  return RequestOf(ParseChatRequest(body, GemmaDefaults()), body);
+}
+inline ParsedRequest CompletionRequestOf(const std::string& body) {
+  return RequestOf(ParseCompletionRequest(body, GemmaDefaults()), body);
 }
 
 // A chat body with one user message and the given extra fields ("" for none).
