@@ -9,6 +9,7 @@
 #include "loader/safetensors.h"
 #include "loader/safetensors_writer.h"
 #include "model/gemma4.h"
+#include "model/model_test_util.h"
 #include "model/synthetic.h"
 
 namespace g4 {
@@ -33,28 +34,7 @@ class LoadErrorsTest : public ::testing::Test {
 
   // Rewrites model.safetensors through `edit`, which may drop (return false) or change a tensor.
   void Rewrite(const std::function<bool(TensorSpec&)>& edit) {
-    const fs::path path = dir_ / "model.safetensors";
-    auto file = SafetensorsFile::Open(path.string());
-    ASSERT_TRUE(file.ok());
-    std::vector<TensorSpec> specs;
-    std::vector<const TensorInfo*> sources;
-    for (const TensorInfo& t : (*file)->tensors()) {
-      TensorSpec s{t.name, t.dtype, t.shape};
-      if (!edit(s)) continue;
-      specs.push_back(s);
-      sources.push_back(&t);
-    }
-    const fs::path tmp = dir_ / "rewritten.safetensors";
-    auto fill = [&](size_t i, ByteSink& sink) -> Status {
-      size_t n = DTypeSize(specs[i].dtype);
-      for (int64_t d : specs[i].shape) n *= static_cast<size_t>(d);
-      std::vector<uint8_t> bytes(n, 0);
-      std::memcpy(bytes.data(), sources[i]->data, std::min(n, sources[i]->nbytes));
-      return sink.Write(bytes.data(), bytes.size());
-    };
-    ASSERT_TRUE(WriteSafetensors(tmp.string(), specs, fill).ok());
-    file->reset();
-    fs::rename(tmp, path);
+    model_test::RewriteSafetensors(dir_, edit);
   }
 
   Status LoadStatus() { return Gemma4Model::Load(dir_.string()).status(); }
