@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses of tests/fuzz (clang, ASan+UBSan) and runs each on a copy of
 # its seed corpus, so the committed corpus never grows from a run.
-#   scripts/fuzz.sh [--smoke | --seconds N] [harness...]
-# --smoke: 20 s per harness (CI); default 300 s. Harness names are the *_fuzz.cc stems
+#   scripts/fuzz.sh [--smoke | --seconds N] [--runs N] [harness...]
+# --smoke: 20 s per harness (CI); default 300 s. --runs N also stops a harness after N executions
+# (e.g. --seconds 1800 --runs 10000000: 10 million executions or 30 minutes, whichever first).
+# Harness names are the *_fuzz.cc stems
 # (safetensors, config, ...); none means all. Env: G4_FUZZ_BUILD_DIR (default build-fuzz),
 # G4_FUZZ_CXX / G4_FUZZ_CC (default clang++-14 / clang-14, else clang++ / clang),
 # G4_FUZZ_KEEP=DIR keeps the grown corpora and crash files under DIR.
@@ -12,12 +14,14 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 
 seconds=300
+runs=-1
 harnesses=()
 while (($#)); do
   case "$1" in
     --smoke) seconds=20 ;;
     --seconds) seconds="${2:?--seconds needs a number}"; shift ;;
-    -h|--help) sed -n 2,9p "$0"; exit 0 ;;
+    --runs) runs="${2:?--runs needs a number}"; shift ;;
+    -h|--help) sed -n 2,10p "$0"; exit 0 ;;
     -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
     *) harnesses+=("$1") ;;
   esac
@@ -70,15 +74,17 @@ for h in "${harnesses[@]}"; do
   mkdir -p "$corpus" "$artifacts"
   [ -d "$seeds" ] && cp "$seeds"/* "$corpus"/ 2>/dev/null
   log="$work/$h/log"
-  "$bin" -max_total_time="$seconds" -max_len="$(max_len "$h")" -timeout=10 -rss_limit_mb=2048 \
+  start=$(date +%s)
+  "$bin" -max_total_time="$seconds" -runs="$runs" -max_len="$(max_len "$h")" -timeout=10 -rss_limit_mb=2048 \
     -malloc_limit_mb=1024 -print_final_stats=1 -artifact_prefix="$artifacts/" \
     "$corpus" >"$log" 2>&1
   rc=$?
+  elapsed=$(($(date +%s) - start))
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
   cov=$(grep -oE 'cov: [0-9]+ ft: [0-9]+' "$log" | tail -1)
   if [ $rc -eq 0 ]; then
     passed=$((passed + 1))
-    echo "fuzz: $h: ok, ${execs:-?} executions in ${seconds} s (${cov:-no coverage line})"
+    echo "fuzz: $h: ok, ${execs:-?} executions in ${elapsed} s (${cov:-no coverage line})"
   else
     failed=$((failed + 1))
     echo "fuzz: $h: FAILED (exit $rc) after ${execs:-?} executions; log tail:"

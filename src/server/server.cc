@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "core/log.h"
+#include "server/http/deadline_server.h"
 #include "server/http/task_queue.h"
 #include "server/openai/api_error.h"
 #include "server/openai/response.h"
@@ -31,6 +32,17 @@ void SendError(httplib::Response& res, const ApiError& e) {
 void SendJson(httplib::Response& res, const ojson& body) {
   res.status = 200;
   res.set_content(openai::Dump(body), "application/json");
+}
+
+// The whole reply to a request that did not arrive in time (sent by the connection's stream,
+// outside httplib's routing, hence complete with its status line).
+std::string TimeoutResponse(const ServerOptions& o) {
+  const std::string body = openai::ToJsonString(openai::MakeError(
+      408, "The request did not arrive in time: its line, headers and body must arrive within " +
+               std::to_string(std::max(1, o.request_timeout_s)) + " s, with no pause over " +
+               std::to_string(std::max(1, o.read_timeout_s)) + " s."));
+  return "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
 }
 
 std::string TokenText(const Tokenizer& tok, int32_t id) {
@@ -239,7 +251,10 @@ class Generation {
 }  // namespace
 
 Server::Server(ServerOptions options, Metrics* metrics)
-    : options_(std::move(options)), metrics_(metrics), http_(std::make_unique<httplib::Server>()) {
+    : options_(std::move(options)),
+      metrics_(metrics),
+      http_(std::make_unique<DeadlineHttpServer>(
+          std::chrono::seconds(std::max(1, options_.request_timeout_s)), TimeoutResponse(options_))) {
   const size_t max_threads = static_cast<size_t>(std::max(8, options_.max_http_threads));
   http_->new_task_queue = [max_threads] { return new ElasticTaskQueue(4, max_threads); };
   http_->set_tcp_nodelay(true);  // without it every SSE chunk can sit ~40 ms (Nagle)

@@ -33,11 +33,13 @@ struct ServerOptions {
   std::string api_key;                     // empty: no auth
   size_t max_body_bytes = size_t{32} << 20;
   int max_http_threads = 256;
-  // Per-read and per-write socket timeouts. cpp-httplib 0.11.4 applies them to each recv/send,
-  // not to a whole request: a client silent for read_timeout_s mid-headers or mid-body is
-  // dropped (freeing its thread); one that trickles bytes is bounded only by the 8 KiB header
-  // cap times this, which is why it is short. Writes: a reader stalled this long is cancelled.
+  // Timeouts. A request (line, headers, body) must arrive within request_timeout_s of its first
+  // byte with no pause over read_timeout_s, or it is answered 408 and its connection closed
+  // (server/http/deadline_stream.h: cpp-httplib alone only bounds each recv, so a client
+  // trickling bytes would hold its thread forever). Writes: a reader stalled for
+  // write_timeout_s is cancelled.
   int read_timeout_s = 10;
+  int request_timeout_s = 30;
   int write_timeout_s = 30;
 };
 

@@ -1,11 +1,14 @@
 // The HTTP glue (server/server.cc) in-process, with a tiny random model and a byte tokenizer:
 // concurrent streams beside a client that leaves mid-stream and a /metrics poller (the case
 // the tsan stage of scripts/test.sh exists for), a silent half-sent request dropped after the
-// read timeout, and shutdown with streams in flight.
+// read timeout, requests trickled past the whole-request deadline (408), keep-alive requests
+// each with their own deadline, a slow stream outliving the deadline, and shutdown with streams
+// in flight.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -56,6 +59,7 @@ class HttpServerTest : public ::testing::Test {
     ServerOptions so;
     so.port = 0;
     so.read_timeout_s = 1;
+    so.request_timeout_s = kRequestTimeoutS;
     server_ = std::make_unique<Server>(so, &metrics_);
     ASSERT_TRUE(server_->Bind().ok());
     server_->Start();
@@ -71,6 +75,43 @@ class HttpServerTest : public ::testing::Test {
   void TearDown() override {
     if (engine_) engine_->Shutdown(0ms);
     if (server_) server_->Stop();
+  }
+
+  static constexpr int kRequestTimeoutS = 2;
+
+  // A raw connection to the server (the tests below need byte-level control).
+  int Connect() {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    EXPECT_GE(fd, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(server_->port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    return fd;
+  }
+
+  // Sends `head`, then one byte every 250 ms (well inside the 1 s read timeout) until the
+  // server answers or 20 s pass. Returns what the server sent; `*waited` is the seconds until
+  // its answer arrived.
+  static std::string Trickle(int fd, const std::string& head, double* waited) {
+    const auto t0 = std::chrono::steady_clock::now();
+    send(fd, head.data(), head.size(), MSG_NOSIGNAL);
+    std::string got;
+    while (std::chrono::steady_clock::now() - t0 < 20s) {
+      pollfd p{fd, POLLIN, 0};
+      if (poll(&p, 1, 250) > 0) {
+        char buf[1024];
+        const ssize_t n = read(fd, buf, sizeof buf);
+        if (n <= 0) break;
+        got.append(buf, static_cast<size_t>(n));
+        continue;
+      }
+      if (!got.empty()) break;  // answered, and nothing more is coming
+      send(fd, "a", 1, MSG_NOSIGNAL);
+    }
+    *waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return got;
   }
 
   // A streaming completion of prompt ids with one logprobs chunk per token.
@@ -158,7 +199,8 @@ TEST_F(HttpServerTest, HalfSentRequestIsDroppedAfterTheReadTimeout) {
   addr.sin_port = htons(static_cast<uint16_t>(server_->port()));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  const std::string part = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\n{\"pro";
+  const std::string part =
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\n{\"pro";
   ASSERT_EQ(write(fd, part.data(), part.size()), static_cast<ssize_t>(part.size()));
   const auto t0 = std::chrono::steady_clock::now();
   // Meanwhile others are served.
@@ -166,15 +208,92 @@ TEST_F(HttpServerTest, HalfSentRequestIsDroppedAfterTheReadTimeout) {
   auto health = cli.Get("/health");
   ASSERT_TRUE(health);
   EXPECT_EQ(health->status, 200);
-  char buf[256];
-  // Returns when the server gives up: a close, or cpp-httplib's 400 for the unread body.
+  char buf[1024];
+  // Returns when the server gives up: its 408 for the request it could not read in time.
   const ssize_t n = read(fd, buf, sizeof buf);
-  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   close(fd);
   const std::string answer(buf, static_cast<size_t>(std::max<ssize_t>(n, 0)));
-  EXPECT_TRUE(answer.empty() || answer.rfind("HTTP/1.1 4", 0) == 0) << answer;
+  EXPECT_EQ(answer.rfind("HTTP/1.1 408 Request Timeout\r\n", 0), 0u) << answer;
+  EXPECT_THAT(answer, ::testing::HasSubstr("no pause over 1 s"));
   EXPECT_GE(waited, 0.5);
   EXPECT_LT(waited, 10.0);
+}
+
+TEST_F(HttpServerTest, TrickledHeadersAreCutAtTheRequestDeadline) {
+  const int fd = Connect();
+  double waited = 0;
+  const std::string answer =
+      Trickle(fd, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nX-Slow: ", &waited);
+  close(fd);
+  // Every byte came inside the read timeout, so only the whole-request deadline can end it.
+  EXPECT_EQ(answer.rfind("HTTP/1.1 408 Request Timeout\r\n", 0), 0u) << answer;
+  EXPECT_THAT(answer, ::testing::HasSubstr("\"message\":\"The request did not arrive in time"));
+  EXPECT_GE(waited, kRequestTimeoutS - 0.1);
+  EXPECT_LT(waited, 19.0);  // the trickle would have gone on for 20 s
+}
+
+TEST_F(HttpServerTest, TrickledBodyIsCutAtTheRequestDeadline) {
+  const int fd = Connect();
+  double waited = 0;
+  const std::string answer = Trickle(
+      fd, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n", &waited);
+  close(fd);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 408 Request Timeout\r\n", 0), 0u) << answer;
+  EXPECT_EQ(Count(answer, "HTTP/1.1"), 1) << "httplib's own reply must be replaced: " << answer;
+  EXPECT_GE(waited, kRequestTimeoutS - 0.1);
+  EXPECT_LT(waited, 19.0);
+}
+
+TEST_F(HttpServerTest, EachKeepAliveRequestGetsItsOwnDeadline) {
+  const int fd = Connect();
+  const std::string get = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+  std::string got;
+  auto read_answer = [&] {
+    got.clear();
+    char buf[1024];
+    while (got.find("{\"status\":\"ok\"}") == std::string::npos) {
+      const ssize_t n = read(fd, buf, sizeof buf);
+      if (n <= 0) break;
+      got.append(buf, static_cast<size_t>(n));
+    }
+  };
+  ASSERT_EQ(send(fd, get.data(), get.size(), MSG_NOSIGNAL), static_cast<ssize_t>(get.size()));
+  read_answer();
+  EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << got;
+  // Idle on the kept-alive connection for longer than one request's deadline (but inside the
+  // 5 s keep-alive timeout): the next request starts a fresh deadline.
+  std::this_thread::sleep_for(std::chrono::milliseconds(kRequestTimeoutS * 1000 + 500));
+  ASSERT_EQ(send(fd, get.data(), get.size(), MSG_NOSIGNAL), static_cast<ssize_t>(get.size()));
+  read_answer();
+  EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << got;
+  close(fd);
+}
+
+TEST_F(HttpServerTest, AStreamMayOutliveTheRequestDeadline) {
+  httplib::Client cli("127.0.0.1", server_->port());
+  cli.set_read_timeout(60, 0);
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/completions";
+  req.body = Body(3, 120);
+  req.set_header("Content-Type", "application/json");
+  std::string got;
+  const auto t0 = std::chrono::steady_clock::now();
+  req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+    // A reader that stalls past the request deadline before taking the rest.
+    if (got.empty())
+      std::this_thread::sleep_for(std::chrono::milliseconds(kRequestTimeoutS * 1000 + 500));
+    got.append(data, n);
+    return true;
+  };
+  auto res = cli.send(req);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_GT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(kRequestTimeoutS));
+  EXPECT_EQ(Count(got, "\"logprobs\":{"), 120);
+  EXPECT_THAT(got, ::testing::HasSubstr("data: [DONE]"));
 }
 
 TEST_F(HttpServerTest, ShutdownEndsStreamsInFlight) {

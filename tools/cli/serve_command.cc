@@ -140,6 +140,8 @@ RunFn AddServeCommand(CLI::App& app) {
   sub->add_option("--shutdown-grace", a->shutdown_grace_s, "Seconds in-flight requests get on SIGTERM");
   sub->add_option("--read-timeout", a->server.read_timeout_s,
                   "Seconds a client may stay silent while sending a request (default 10)");
+  sub->add_option("--request-timeout", a->server.request_timeout_s,
+                  "Seconds a whole request (line, headers, body) may take to arrive (default 30)");
   return [a] { return Run(*a); };
 }
 

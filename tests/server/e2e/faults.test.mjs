@@ -1,7 +1,7 @@
 // Fault tests of `g4 serve`: clients that vanish mid-prompt and mid-stream (slot and KV blocks
 // freed, visible in /metrics), a reader that stalls (other streams keep going; it still gets
-// everything once it reads), silent or partial requests (dropped after --read-timeout while
-// others are served), an oversized body (413), invalid UTF-8 (400 naming the field), absurd
+// everything once it reads), silent or partial requests (answered 408 after --read-timeout while
+// others are served), a request trickled byte by byte (408 at --request-timeout), an oversized body (413), invalid UTF-8 (400 naming the field), absurd
 // nesting (400, no crash), and SIGTERM under load (streams end cleanly, exit 0).
 // Raw sockets (node:net) stand in for misbehaving clients.
 // Run by ctest as: node --test tests/server/e2e/faults.test.mjs (env G4_BIN).
@@ -15,6 +15,7 @@ import { makeTinyModel, startServer, stopServer, metric, waitMetric, sleep,
 
 const G4 = process.env.G4_BIN;
 const READ_TIMEOUT_S = 2;
+const REQUEST_TIMEOUT_S = 4;
 let dir, server, url;
 
 before(async () => {
@@ -22,7 +23,8 @@ before(async () => {
   dir = makeTinyModel(G4);
   server = await startServer(G4, join(dir, 'model'),
                              ['--max-batch', '4', '--max-waiting', '8', '--ctx-size', '4096',
-                              '--prefill-budget', '32', '--read-timeout', String(READ_TIMEOUT_S)]);
+                              '--prefill-budget', '32', '--read-timeout', String(READ_TIMEOUT_S),
+                              '--request-timeout', String(REQUEST_TIMEOUT_S)]);
   url = server.url;
 });
 
@@ -141,9 +143,8 @@ test('silent and partial requests are dropped after the read timeout; others are
   const servedMs = Date.now() - t0;
   assert.ok(idle.every((s) => !s.isGone),
             `served after ${servedMs} ms, but only once the idle connections were dropped`);
-  // After the read timeout cpp-httplib answers a half-sent request 400 (then keeps the
-  // connection for the keep-alive timeout before closing it).
-  const answered = (sock) => sock.isGone || /^HTTP\/1\.1 4\d\d/.test(sock.received);
+  // After the read timeout a half-sent request is answered 408 and its connection closed.
+  const answered = (sock) => sock.isGone || /^HTTP\/1\.1 408 /.test(sock.received);
   while (!(answered(silentHeaders) && answered(partialBody)) && Date.now() - t0 < 30000) await sleep(20);
   const elapsed = (Date.now() - t0) / 1000;
   assert.ok(elapsed >= READ_TIMEOUT_S - 0.5 && elapsed < READ_TIMEOUT_S + 4,
@@ -151,11 +152,30 @@ test('silent and partial requests are dropped after the read timeout; others are
   await Promise.all([silentHeaders.gone, partialBody.gone]);
   await Promise.all(idle.map((s) => s.gone));
   const idleS = (Date.now() - t0) / 1000;
-  console.log(`# served beside 42 slow connections in ${servedMs} ms; half-sent requests answered 400 ` +
+  console.log(`# served beside 42 slow connections in ${servedMs} ms; half-sent requests answered 408 ` +
               `after ${elapsed.toFixed(1)} s, idle connections by ${idleS.toFixed(1)} s`);
   // Nothing half-read reached the engine.
   assert.equal(partialBody.received.includes('200 OK'), false);
   await expectAllFreed('slow requests');
+});
+
+test('a request trickled byte by byte is answered 408 at the request deadline', async () => {
+  const sock = await rawConnect();
+  const t0 = Date.now();
+  sock.write('POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ');
+  // One byte every 0.5 s: never silent for the read timeout, so only the deadline ends it.
+  while (!sock.isGone && !sock.received && Date.now() - t0 < 30000) {
+    sock.write('a');
+    await sleep(500);
+  }
+  const elapsed = (Date.now() - t0) / 1000;
+  assert.match(sock.received, /^HTTP\/1\.1 408 Request Timeout\r\n/);
+  assert.match(sock.received, /"message":"The request did not arrive in time/);
+  assert.ok(elapsed >= REQUEST_TIMEOUT_S - 0.5 && elapsed < 25,
+            `trickled request cut after ${elapsed} s, request timeout ${REQUEST_TIMEOUT_S} s`);
+  await sock.gone;
+  console.log(`# trickled request answered 408 after ${elapsed.toFixed(1)} s`);
+  await expectAllFreed('trickled request');
 });
 
 test('a body over the limit is a 413 in the OpenAI error shape', async () => {
