@@ -4,6 +4,14 @@
 
 namespace g4::cli {
 
+void AddModelOptions(CLI::App* sub, std::string* model, std::string* backend, int* threads) {
+  sub->add_option("--model", *model,
+                  "Checkpoint directory (config.json, safetensors, tokenizer.json) or .gguf file")
+      ->required();
+  sub->add_option("--backend", *backend, "cpu (SIMD, threaded), ref (scalar oracle) or cuda");
+  sub->add_option("--threads", *threads, "Threads for the cpu backend (0: all cores)");
+}
+
 StatusOr<std::unique_ptr<Backend>> OpenBackend(const std::string& name, int threads) {
   G4_ASSIGN_OR_RETURN(const BackendKind kind, ParseBackendKind(name));
   G4_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, Backend::Create(kind, threads));

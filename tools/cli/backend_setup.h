@@ -5,6 +5,7 @@
 // on the model (the weights' storage dtypes) is logged after the load, on its own line.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
 
@@ -13,6 +14,9 @@
 #include "ops/backend.h"
 
 namespace g4::cli {
+
+// The options every model command shares: --model (required), --backend, --threads.
+void AddModelOptions(CLI::App* sub, std::string* model, std::string* backend, int* threads);
 
 // Parses `name` (cpu, ref, cuda), creates the backend and logs "device policy: ...". The error
 // names the backend (e.g. "--backend cuda: no CUDA device: ...").

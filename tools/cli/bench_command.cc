@@ -506,13 +506,11 @@ int Run(const BenchArgs& a) {
 RunFn AddBenchCommand(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
   CLI::App* sub = app.add_subcommand("bench", "Measure prefill and decode speed against the roofline");
-  sub->add_option("--model", a->model_dir, "Checkpoint directory or .gguf file")->required();
+  AddModelOptions(sub, &a->model_dir, &a->backend, &a->threads);
   sub->add_option("--contexts", a->contexts, "Prompt lengths, comma-separated (41,521,2057)");
   sub->add_option("--decode", a->decode, "Decode steps after each prompt (64)");
   sub->add_option("--repeat", a->repeat, "Runs per prompt length; medians are reported (1)");
   sub->add_option("--json", a->json_path, "Also write the results as JSON here");
-  sub->add_option("--threads", a->threads, "Threads (0: all cores)");
-  sub->add_option("--backend", a->backend, "cpu, ref or cuda");
   sub->add_option("--head", a->head, "LM head: auto (q8 for quantized checkpoints), bf16, q8, q4");
   sub->add_option("--prefill-chunk", a->prefill_chunk, "Prompt tokens per prefill step (512)");
   sub->add_option("--bandwidth-mib", a->bandwidth_mib, "Buffer of the read-bandwidth probe (1024)");

@@ -55,10 +55,8 @@ int Run(GenerateArgs& a) {
 RunFn AddGenerateCommand(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
   CLI::App* sub = app.add_subcommand("generate", "Generate token ids from token ids");
-  sub->add_option("--model", a->model_dir, "Checkpoint directory or .gguf file")->required();
+  AddModelOptions(sub, &a->model_dir, &a->backend, &a->threads);
   sub->add_option("--ids", a->ids, "Comma-separated prompt token ids, e.g. 2,17,33")->required();
-  sub->add_option("--backend", a->backend, "cpu, ref or cuda");
-  sub->add_option("--threads", a->threads, "Threads for the cpu backend (0: all cores)");
   sub->add_flag("--profile", a->profile, "Print where decode time goes (ms/token by category)");
   a->gen.Register(sub);
   return [a] { return Run(*a); };

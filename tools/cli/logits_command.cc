@@ -79,13 +79,9 @@ int Run(const LogitsOptions& o) {
 RunFn AddLogitsCommand(CLI::App& app) {
   auto o = std::make_shared<LogitsOptions>();
   CLI::App* sub = app.add_subcommand("logits", "Run one forward pass and write the logits");
-  sub->add_option("--model", o->model_dir,
-                  "Checkpoint directory (config.json + safetensors) or .gguf file")
-      ->required();
+  AddModelOptions(sub, &o->model_dir, &o->backend, &o->threads);
   sub->add_option("--ids", o->ids, "Comma-separated token ids, e.g. 2,17,33")->required();
   sub->add_option("--out", o->out, "Write raw little-endian float32 [T, vocab] here");
-  sub->add_option("--backend", o->backend, "cpu (SIMD, threaded), ref (scalar oracle) or cuda");
-  sub->add_option("--threads", o->threads, "Threads for the cpu backend (0: all cores)");
   return [o] { return Run(*o); };
 }
 

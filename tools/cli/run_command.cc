@@ -92,14 +92,10 @@ int Run(RunArgs& a) {
 RunFn AddRunCommand(CLI::App& app) {
   auto a = std::make_shared<RunArgs>();
   CLI::App* sub = app.add_subcommand("run", "Generate text from a prompt, streamed to stdout");
-  sub->add_option("--model", a->model_dir,
-                  "Checkpoint directory (with tokenizer.json) or .gguf file")
-      ->required();
+  AddModelOptions(sub, &a->model_dir, &a->backend, &a->threads);
   sub->add_option("--prompt", a->prompt, "Prompt text")->required();
   sub->add_flag("--chat", a->chat, "Wrap the prompt as one user turn of the chat format");
   sub->add_flag("--think", a->think, "With --chat: enable thinking");
-  sub->add_option("--backend", a->backend, "cpu, ref or cuda");
-  sub->add_option("--threads", a->threads, "Threads for the cpu backend (0: all cores)");
   a->gen.Register(sub);
   return [a] { return Run(*a); };
 }

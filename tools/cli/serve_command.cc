@@ -124,9 +124,7 @@ int Run(ServeArgs& a) {
 RunFn AddServeCommand(CLI::App& app) {
   auto a = std::make_shared<ServeArgs>();
   CLI::App* sub = app.add_subcommand("serve", "Serve the OpenAI API (chat, completions, SSE)");
-  sub->add_option("--model", a->model_dir,
-                  "Checkpoint directory (with tokenizer.json) or .gguf file")
-      ->required();
+  AddModelOptions(sub, &a->model_dir, &a->backend, &a->threads);
   sub->add_option("--host", a->server.host, "Address to bind (default 127.0.0.1)");
   sub->add_option("--port", a->server.port, "Port (0: any free port)");
   sub->add_option("--api-key", a->server.api_key, "Require 'Authorization: Bearer KEY'");
@@ -135,8 +133,6 @@ RunFn AddServeCommand(CLI::App& app) {
   sub->add_option("--max-batch", a->engine.max_batch, "Sequences decoded together");
   sub->add_option("--max-waiting", a->engine.max_waiting, "Queued requests before 503");
   sub->add_option("--prefill-budget", a->engine.prefill_budget, "Prompt tokens per engine step");
-  sub->add_option("--threads", a->threads, "Compute threads (0: all cores)");
-  sub->add_option("--backend", a->backend, "cpu, ref or cuda");
   sub->add_option("--shutdown-grace", a->shutdown_grace_s, "Seconds in-flight requests get on SIGTERM");
   sub->add_option("--read-timeout", a->server.read_timeout_s,
                   "Seconds a client may stay silent while sending a request (default 10)");
