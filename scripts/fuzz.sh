@@ -7,7 +7,9 @@
 # Harness names are the *_fuzz.cc stems
 # (safetensors, config, ...); none means all. Env: G4_FUZZ_BUILD_DIR (default build-fuzz),
 # G4_FUZZ_CXX / G4_FUZZ_CC (default clang++-14 / clang-14, else clang++ / clang),
-# G4_FUZZ_KEEP=DIR keeps the grown corpora and crash files under DIR.
+# G4_FUZZ_KEEP=DIR keeps the grown corpora and crash files under DIR; G4_FUZZ_TIMEOUT=S is
+# the seconds one input may take before it counts as a hang (default 10; raise it on a loaded
+# machine, where a starved process can exceed 10 s on an input that takes milliseconds).
 # Ends with "fuzz: N passed, M failed"; exits non-zero if any harness failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -75,7 +77,7 @@ for h in "${harnesses[@]}"; do
   [ -d "$seeds" ] && cp "$seeds"/* "$corpus"/ 2>/dev/null
   log="$work/$h/log"
   start=$(date +%s)
-  "$bin" -max_total_time="$seconds" -runs="$runs" -max_len="$(max_len "$h")" -timeout=10 -rss_limit_mb=2048 \
+  "$bin" -max_total_time="$seconds" -runs="$runs" -max_len="$(max_len "$h")" -timeout="${G4_FUZZ_TIMEOUT:-10}" -rss_limit_mb=2048 \
     -malloc_limit_mb=1024 -print_final_stats=1 -artifact_prefix="$artifacts/" \
     "$corpus" >"$log" 2>&1
   rc=$?
