@@ -18,6 +18,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/cpu/export.h"
 #include "kernels/cpu/kernels.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -31,10 +32,6 @@ HWY_BEFORE_NAMESPACE();
 namespace g4::cpu {
 namespace HWY_NAMESPACE {
 namespace {
-
-namespace hn = hwy::HWY_NAMESPACE;
-using DF = hn::ScalableTag<float>;
-using VF = hn::Vec<DF>;
 
 // out[j] = dot(q, k_j) for the 4 rows k0..k3. q, k_j: [D].
 void Dot4(const float* HWY_RESTRICT q, const float* HWY_RESTRICT k0, const float* HWY_RESTRICT k1,
@@ -335,11 +332,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace g4::cpu {
 
-HWY_EXPORT(AttentionImpl);
-
-void Attention(ThreadPool& pool, const AttentionArgs& a) {
-  HWY_DYNAMIC_DISPATCH(AttentionImpl)(pool, a);
-}
+G4_CPU_EXPORT(Attention, (ThreadPool& pool, const AttentionArgs& a), (pool, a))
 
 }  // namespace g4::cpu
 #endif  // HWY_ONCE

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "kernels/cpu/export.h"
 #include "kernels/cpu/kernels.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -17,10 +18,6 @@ HWY_BEFORE_NAMESPACE();
 namespace g4::cpu {
 namespace HWY_NAMESPACE {
 namespace {
-
-namespace hn = hwy::HWY_NAMESPACE;
-using DF = hn::ScalableTag<float>;
-using VF = hn::Vec<DF>;
 
 // These are a few ns per KB: only residual-sized arrays far beyond a model width are worth
 // splitting across threads.
@@ -55,16 +52,9 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace g4::cpu {
 
-HWY_EXPORT(AddImpl);
-HWY_EXPORT(ScaleImpl);
-
-void Add(ThreadPool& pool, const float* a, const float* b, int64_t n, float* out) {
-  HWY_DYNAMIC_DISPATCH(AddImpl)(pool, a, b, n, out);
-}
-
-void Scale(ThreadPool& pool, float* x, int64_t n, float s) {
-  HWY_DYNAMIC_DISPATCH(ScaleImpl)(pool, x, n, s);
-}
+G4_CPU_EXPORT(Add, (ThreadPool& pool, const float* a, const float* b, int64_t n, float* out),
+              (pool, a, b, n, out))
+G4_CPU_EXPORT(Scale, (ThreadPool& pool, float* x, int64_t n, float s), (pool, x, n, s))
 
 }  // namespace g4::cpu
 #endif  // HWY_ONCE

@@ -22,9 +22,6 @@ namespace g4::cpu {
 namespace HWY_NAMESPACE {
 namespace {
 
-namespace hn = hwy::HWY_NAMESPACE;
-using DF = hn::ScalableTag<float>;
-
 template <typename TE>
 void EmbedRows(const TE* table, const int32_t* ids, int64_t D, float scale, int64_t t_begin,
                int64_t t_end, float* out) {
@@ -56,19 +53,9 @@ void EmbedImpl(ThreadPool& pool, const TensorView& table, const int32_t* ids, in
                float scale, float* out) {
   const int64_t D = table.dim(1);
   if (T <= 0 || D <= 0) return;
-  switch (table.dtype) {
-    case DType::kF32:
-      EmbedTyped(pool, static_cast<const float*>(table.data), ids, T, D, scale, out);
-      break;
-    case DType::kBF16:
-      EmbedTyped(pool, static_cast<const hwy::bfloat16_t*>(table.data), ids, T, D, scale, out);
-      break;
-    case DType::kF16:
-      EmbedTyped(pool, static_cast<const hwy::float16_t*>(table.data), ids, T, D, scale, out);
-      break;
-    default:  // not a float dtype: callers validate; match ref, which reads such tables as 0
-      std::memset(out, 0, static_cast<size_t>(T * D) * sizeof(float));
-      break;
+  const auto typed = [&](const auto* te) HWY_ATTR { EmbedTyped(pool, te, ids, T, D, scale, out); };
+  if (!VisitFloatDType(table.dtype, table.data, typed)) {
+    std::memset(out, 0, static_cast<size_t>(T * D) * sizeof(float));
   }
 }
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "kernels/cpu/export.h"
 #include "kernels/cpu/kernels.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -23,10 +24,6 @@ HWY_BEFORE_NAMESPACE();
 namespace g4::cpu {
 namespace HWY_NAMESPACE {
 namespace {
-
-namespace hn = hwy::HWY_NAMESPACE;
-using DF = hn::ScalableTag<float>;
-using VF = hn::Vec<DF>;
 
 // gelu_tanh(g) * u for one vector.
 HWY_INLINE VF GeluMulVec(DF df, VF g, VF u) {
@@ -66,11 +63,9 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace g4::cpu {
 
-HWY_EXPORT(GeluMulImpl);
-
-void GeluMul(ThreadPool& pool, const float* gate, const float* up, int64_t n, float* out) {
-  HWY_DYNAMIC_DISPATCH(GeluMulImpl)(pool, gate, up, n, out);
-}
+G4_CPU_EXPORT(GeluMul,
+              (ThreadPool& pool, const float* gate, const float* up, int64_t n, float* out),
+              (pool, gate, up, n, out))
 
 }  // namespace g4::cpu
 #endif  // HWY_ONCE

@@ -1,7 +1,8 @@
 // Per-target GEMM building blocks shared by the CPU MatMul kernels (matmul.cc for float
 // weights, matmul_quant.cc for quantized ones, which dequantizes blocks of rows into f32 and runs
 // them through the same tiles): a kR x kT tile of dot products with the weights widened in
-// registers, and the row-range driver that reuses each loaded weight vector for several tokens.
+// registers, the row-range driver that reuses each loaded weight vector for several tokens, and
+// the panel driver of the prefill GEMM.
 // Must match g4::ref::MatMul (src/kernels/ref/matmul.cc) to f32-accumulation accuracy.
 // This is a Highway "-inl.h", re-included once per target by foreach_target.h (hence the toggle
 // guard). Include it after "hwy/highway.h" and "kernels/cpu/util-inl.h".
@@ -15,6 +16,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
+#include <vector>
 
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
@@ -24,10 +27,6 @@ HWY_BEFORE_NAMESPACE();
 namespace g4::cpu {
 namespace HWY_NAMESPACE {
 namespace matmul_detail {
-
-namespace hn = hwy::HWY_NAMESPACE;
-using DF = hn::ScalableTag<float>;
-using VF = hn::Vec<DF>;
 
 // A tile of kR weight rows x kT tokens over `len` elements of K:
 //   y[t * ldy + r] (+)= dot(w[r * ldw .. + len], x[t * ldx .. + len]).
@@ -233,6 +232,39 @@ HWY_INLINE void GemmPanel(const float* HWY_RESTRICT panel, int64_t rows,
 HWY_INLINE int64_t PanelRows(int64_t K) {
   const int64_t rows = (int64_t{1} << 14) / std::max<int64_t>(1, K);
   return std::clamp<int64_t>(rows / 4 * 4, 4, 64);
+}
+
+// tile(rows, n) over the row tiles of [begin, end): 4 rows at a time, then one by one; rows is
+// std::integral_constant<int, 4> or <int, 1> (decltype(rows)::value: the tile height).
+template <class Tile>
+HWY_INLINE void ForEachRowTile(int64_t begin, int64_t end, const Tile& tile) {
+  int64_t n = begin;
+  for (; n + 4 <= end; n += 4) tile(std::integral_constant<int, 4>(), n);
+  for (; n < end; ++n) tile(std::integral_constant<int, 1>(), n);
+}
+
+// Prefill of block-quantized weights [N, K] (matmul_quant.cc, matmul_gguf.cc): each thread
+// dequantizes panels of PanelRows(K) rows, fill(n0, nr, panel) writing rows [n0, n0 + nr) as f32
+// into panel [nr, K] in the order of x, and runs GemmPanel over each, so every weight byte is
+// unpacked once per call. x: [T, K] f32; y: [T, N] f32.
+template <class Fill>
+void ParallelPanels(ThreadPool& pool, const float* x, int64_t T, int64_t K, int64_t N, float* y,
+                    const Fill& fill) {
+  const int64_t rows = PanelRows(K);
+  const int64_t panels = (N + rows - 1) / rows;
+  // ~128K multiply-adds per chunk before waking a worker pays (as for the decode rows).
+  const int64_t work_per_panel = std::max<int64_t>(1, rows * K * T);
+  const int64_t grain =
+      std::max<int64_t>(1, ((int64_t{1} << 17) + work_per_panel - 1) / work_per_panel);
+  pool.ParallelFor(panels, grain, [&](int64_t begin, int64_t end) {
+    thread_local std::vector<float> panel;
+    panel.resize(static_cast<size_t>(rows * K));
+    for (int64_t p = begin; p < end; ++p) {
+      const int64_t n0 = p * rows, nr = std::min(rows, N - n0);
+      fill(n0, nr, panel.data());
+      GemmPanel(panel.data(), nr, x, T, K, N, y + n0);
+    }
+  });
 }
 
 }  // namespace matmul_detail

@@ -28,7 +28,6 @@ namespace g4::cpu {
 namespace HWY_NAMESPACE {
 namespace {
 
-namespace hn = hwy::HWY_NAMESPACE;
 using matmul_detail::MatMulRows;
 
 // Row-block widths of T from which prefill widens blocks of weight rows into an f32 panel and
@@ -89,19 +88,9 @@ void MatMulTyped(ThreadPool& pool, const TW* w, const float* x, int64_t T, int64
 void MatMulImpl(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y) {
   const int64_t N = w.dim(0), K = w.dim(1);
   if (T <= 0 || N <= 0) return;
-  switch (w.dtype) {
-    case DType::kF32:
-      MatMulTyped(pool, static_cast<const float*>(w.data), x, T, K, N, y);
-      break;
-    case DType::kBF16:
-      MatMulTyped(pool, static_cast<const hwy::bfloat16_t*>(w.data), x, T, K, N, y);
-      break;
-    case DType::kF16:
-      MatMulTyped(pool, static_cast<const hwy::float16_t*>(w.data), x, T, K, N, y);
-      break;
-    default:  // not a float dtype: callers validate; match ref, which reads such weights as 0
-      std::memset(y, 0, static_cast<size_t>(T * N) * sizeof(float));
-      break;
+  const auto typed = [&](const auto* wt) HWY_ATTR { MatMulTyped(pool, wt, x, T, K, N, y); };
+  if (!VisitFloatDType(w.dtype, w.data, typed)) {
+    std::memset(y, 0, static_cast<size_t>(T * N) * sizeof(float));
   }
 }
 

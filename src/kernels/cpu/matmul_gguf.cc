@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "core/gguf_blocks.h"
+#include "kernels/cpu/export.h"
 #include "kernels/cpu/kernels.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -45,7 +46,7 @@ namespace g4::cpu {
 namespace HWY_NAMESPACE {
 namespace {
 
-namespace hn = hwy::HWY_NAMESPACE;
+// Lanes capped at 16 (see the top of the file): these shadow util-inl.h's full-width DF, VF.
 using DF = hn::CappedTag<float, 16>;
 using VF = hn::Vec<DF>;
 using DI = hn::RebindToSigned<DF>;
@@ -340,44 +341,39 @@ HWY_INLINE void BlockScales(const uint8_t* w, int64_t rb, int64_t bytes, int64_t
 #endif
 }
 
-// Q4_0 decode: kR rows (row_bytes apart) at w; y[r] = sum_b d[r, b] * dot(q[r, b] - 8, x_b). The
-// same offsets of the next tile's rows are prefetched: every 4th block, the two lines covering
-// its 72 bytes (a branch with period 4; "is a line boundary in this block" has period 32 and
-// mispredicted enough to show in profiles).
-template <int kR>
-HWY_INLINE void DecodeTileQ4_0(const GgufShape& q, const uint8_t* HWY_RESTRICT w,
-                               const float* HWY_RESTRICT x, float* HWY_RESTRICT y) {
+// Q4_0 and Q8_0 decode: kR rows (row_bytes apart) at w;
+//   y[r] = sum_b d[r, b] * dot(q[r, b], x_b),
+// the block dot products without d coming from Dot (Q4_0Dot, Q8_0Dot). The same offsets of the
+// next tile's rows are prefetched: the two lines covering Dot::kPrefetchBlocks blocks, once every
+// that many blocks (a branch with a short period; "is a line boundary in this block" has period
+// 32 and mispredicted enough to show in profiles).
+template <int kR, class Dot>
+HWY_INLINE void DecodeTileScaled(const GgufShape& q, const uint8_t* HWY_RESTRICT w,
+                                 const float* HWY_RESTRICT x, float* HWY_RESTRICT y) {
   const DF df;
-  const int64_t L = static_cast<int64_t>(hn::Lanes(df));
+  const Dot dot;
   const int64_t rb = q.row_bytes;
   VF a0 = hn::Zero(df), a1 = a0, a2 = a0, a3 = a0;
   HWY_ALIGN float ds[kR][kScaleChunk];
   for (int64_t b0 = 0; b0 < q.blocks; b0 += kScaleChunk) {
     const int64_t nb = std::min(kScaleChunk, q.blocks - b0);
-    BlockScales<kR>(w, rb, 18, b0, nb, ds);
+    BlockScales<kR>(w, rb, Dot::kBytes, b0, nb, ds);
     for (int64_t j = 0; j < nb; ++j) {
       const int64_t b = b0 + j;
       const float* xb = x + 32 * b;
-      const int64_t o = 18 * b;
-      const bool prefetch = (j & 3) == 0;
-#define G4_Q4_0_ROW(r)                                                        \
-  if constexpr (kR > r) {                                                     \
-    const uint8_t* p = w + r * rb + o;                                        \
-    if (prefetch) {                                                           \
-      hwy::Prefetch(p + kR * rb);                                             \
-      hwy::Prefetch(p + kR * rb + 64);                                        \
-    }                                                                         \
-    VF s = hn::Zero(df);                                                      \
-    for (int64_t c = 0; c < 16; c += L) {                                     \
-      VF lo, hi;                                                              \
-      NibblesMinus8(LoadBytes(p + 2 + c), lo, hi);                            \
-      s = hn::MulAdd(lo, hn::LoadU(df, xb + c), s);                           \
-      s = hn::MulAdd(hi, hn::LoadU(df, xb + 16 + c), s);                      \
-    }                                                                         \
-    a##r = hn::MulAdd(s, hn::Set(df, ds[r][j]), a##r);                        \
+      const int64_t o = Dot::kBytes * b;
+      const bool prefetch = j % Dot::kPrefetchBlocks == 0;
+#define G4_SCALED_ROW(r)                                        \
+  if constexpr (kR > r) {                                       \
+    const uint8_t* p = w + r * rb + o;                          \
+    if (prefetch) {                                             \
+      hwy::Prefetch(p + kR * rb);                               \
+      hwy::Prefetch(p + kR * rb + 64);                          \
+    }                                                           \
+    a##r = hn::MulAdd(dot(p, xb), hn::Set(df, ds[r][j]), a##r); \
   }
-      G4_Q4_0_ROW(0) G4_Q4_0_ROW(1) G4_Q4_0_ROW(2) G4_Q4_0_ROW(3)
-#undef G4_Q4_0_ROW
+      G4_SCALED_ROW(0) G4_SCALED_ROW(1) G4_SCALED_ROW(2) G4_SCALED_ROW(3)
+#undef G4_SCALED_ROW
     }
   }
   y[0] = ReduceSum(df, a0);
@@ -386,51 +382,44 @@ HWY_INLINE void DecodeTileQ4_0(const GgufShape& q, const uint8_t* HWY_RESTRICT w
   if constexpr (kR > 3) y[3] = ReduceSum(df, a3);
 }
 
-// Q8_0 decode: as Q4_0 with signed bytes (34-byte blocks).
-template <int kR>
-HWY_INLINE void DecodeTileQ8_0(const GgufShape& q, const uint8_t* HWY_RESTRICT w,
-                               const float* HWY_RESTRICT x, float* HWY_RESTRICT y) {
-  const DF df;
-  const DI di;
-  const DI8 di8;
-  const int64_t L = static_cast<int64_t>(hn::Lanes(df));
-  const int64_t rb = q.row_bytes;
-  VF a0 = hn::Zero(df), a1 = a0, a2 = a0, a3 = a0;
-  HWY_ALIGN float ds[kR][kScaleChunk];
-  for (int64_t b0 = 0; b0 < q.blocks; b0 += kScaleChunk) {
-    const int64_t nb = std::min(kScaleChunk, q.blocks - b0);
-    BlockScales<kR>(w, rb, 34, b0, nb, ds);
-    for (int64_t j = 0; j < nb; ++j) {
-      const int64_t b = b0 + j;
-      const float* xb = x + 32 * b;
-      const int64_t o = 34 * b;
-      const bool prefetch = (j & 1) == 0;  // the two lines covering 2 blocks' 68 bytes
-#define G4_Q8_0_ROW(r)                                                                          \
-  if constexpr (kR > r) {                                                                       \
-    const uint8_t* p = w + r * rb + o;                                                          \
-    if (prefetch) {                                                                             \
-      hwy::Prefetch(p + kR * rb);                                                               \
-      hwy::Prefetch(p + kR * rb + 64);                                                          \
-    }                                                                                           \
-    const int8_t* qs = reinterpret_cast<const int8_t*>(p + 2);                                  \
-    VF s0 = hn::Zero(df), s1 = s0;                                                              \
-    for (int64_t c = 0; c < 16; c += L) {                                                       \
-      s0 = hn::MulAdd(hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(di8, qs + c))),             \
-                      hn::LoadU(df, xb + c), s0);                                               \
-      s1 = hn::MulAdd(hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(di8, qs + 16 + c))),        \
-                      hn::LoadU(df, xb + 16 + c), s1);                                          \
-    }                                                                                           \
-    a##r = hn::MulAdd(hn::Add(s0, s1), hn::Set(df, ds[r][j]), a##r);                            \
-  }
-      G4_Q8_0_ROW(0) G4_Q8_0_ROW(1) G4_Q8_0_ROW(2) G4_Q8_0_ROW(3)
-#undef G4_Q8_0_ROW
+// Q4_0: sum_j (q[j] - 8) x_b[j] over the nibbles of the 18-byte block at p. Prefetch every 4th
+// block (72 bytes).
+struct Q4_0Dot {
+  static constexpr int64_t kBytes = 18, kPrefetchBlocks = 4;
+  HWY_INLINE VF operator()(const uint8_t* p, const float* xb) const {
+    const DF df;
+    const int64_t L = static_cast<int64_t>(hn::Lanes(df));
+    VF s = hn::Zero(df);
+    for (int64_t c = 0; c < 16; c += L) {
+      VF lo, hi;
+      NibblesMinus8(LoadBytes(p + 2 + c), lo, hi);
+      s = hn::MulAdd(lo, hn::LoadU(df, xb + c), s);
+      s = hn::MulAdd(hi, hn::LoadU(df, xb + 16 + c), s);
     }
+    return s;
   }
-  y[0] = ReduceSum(df, a0);
-  if constexpr (kR > 1) y[1] = ReduceSum(df, a1);
-  if constexpr (kR > 2) y[2] = ReduceSum(df, a2);
-  if constexpr (kR > 3) y[3] = ReduceSum(df, a3);
-}
+};
+
+// Q8_0: sum_j q[j] x_b[j] over the signed bytes of the 34-byte block at p. Prefetch every 2nd
+// block (68 bytes).
+struct Q8_0Dot {
+  static constexpr int64_t kBytes = 34, kPrefetchBlocks = 2;
+  HWY_INLINE VF operator()(const uint8_t* p, const float* xb) const {
+    const DF df;
+    const DI di;
+    const DI8 di8;
+    const int64_t L = static_cast<int64_t>(hn::Lanes(df));
+    const int8_t* qs = reinterpret_cast<const int8_t*>(p + 2);
+    VF s0 = hn::Zero(df), s1 = s0;
+    for (int64_t c = 0; c < 16; c += L) {
+      s0 = hn::MulAdd(hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(di8, qs + c))),
+                      hn::LoadU(df, xb + c), s0);
+      s1 = hn::MulAdd(hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(di8, qs + 16 + c))),
+                      hn::LoadU(df, xb + 16 + c), s1);
+    }
+    return hn::Add(s0, s1);
+  }
+};
 
 // ---- AVX-512 Q4_0 decode, 4 blocks (128 weights) per step, K a multiple of 128 ----------------
 // The 4 blocks' 16-byte nibble runs are assembled into one 64-byte vector by a load and three
@@ -514,20 +503,25 @@ constexpr bool kHaveQ4_0Quad = false;
 
 // x: as permuted by PermuteXQ4_0 when UseQ4_0Quad(q), else natural order.
 void DecodeRows(const GgufShape& q, const float* x, int64_t begin, int64_t end, float* y) {
-  int64_t n = begin;
+  using matmul_detail::ForEachRowTile;
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
   if (UseQ4_0Quad(q)) {
-    for (; n + 4 <= end; n += 4) DecodeTileQ4_0Quad<4>(q, q.data + n * q.row_bytes, x, y + n);
-    for (; n < end; ++n) DecodeTileQ4_0Quad<1>(q, q.data + n * q.row_bytes, x, y + n);
+    ForEachRowTile(begin, end, [&](auto rows, int64_t n) HWY_ATTR {
+      DecodeTileQ4_0Quad<decltype(rows)::value>(q, q.data + n * q.row_bytes, x, y + n);
+    });
     return;
   }
 #endif
+  // The scaled tiles of Q4_0 or Q8_0 (dot: Q4_0Dot or Q8_0Dot).
+  const auto scaled = [&](auto dot) HWY_ATTR {
+    ForEachRowTile(begin, end, [&](auto rows, int64_t n) HWY_ATTR {
+      DecodeTileScaled<decltype(rows)::value, decltype(dot)>(q, q.data + n * q.row_bytes, x, y + n);
+    });
+  };
   if (q.kind == QuantKind::kQ4_0) {
-    for (; n + 4 <= end; n += 4) DecodeTileQ4_0<4>(q, q.data + n * q.row_bytes, x, y + n);
-    for (; n < end; ++n) DecodeTileQ4_0<1>(q, q.data + n * q.row_bytes, x, y + n);
+    scaled(Q4_0Dot());
   } else if (q.kind == QuantKind::kQ8_0) {
-    for (; n + 4 <= end; n += 4) DecodeTileQ8_0<4>(q, q.data + n * q.row_bytes, x, y + n);
-    for (; n < end; ++n) DecodeTileQ8_0<1>(q, q.data + n * q.row_bytes, x, y + n);
+    scaled(Q8_0Dot());
   } else {
     DecodeRowsGeneric(q, x, begin, end, y);
   }
@@ -561,22 +555,13 @@ void GgufMatMulImpl(ThreadPool& pool, const TensorView& w, const float* x, int64
     pool.ParallelFor(N, grain, [&](int64_t begin, int64_t end) { DecodeRows(q, xd, begin, end, y); });
     return;
   }
-  const int64_t rows = matmul_detail::PanelRows(K);
-  const int64_t panels = (N + rows - 1) / rows;
-  const int64_t work_per_panel = std::max<int64_t>(1, rows * K * T);
-  const int64_t grain = std::max<int64_t>(1, ((int64_t{1} << 17) + work_per_panel - 1) / work_per_panel);
-  pool.ParallelFor(panels, grain, [&](int64_t begin, int64_t end) {
-    thread_local std::vector<float> panel;
-    panel.resize(static_cast<size_t>(rows * K));
-    for (int64_t p = begin; p < end; ++p) {
-      const int64_t n0 = p * rows, nr = std::min(rows, N - n0);
-      for (int64_t r = 0; r < nr; ++r) {
-        StoreSink s{panel.data() + r * K};
-        VisitRow(q.kind, q.data + (n0 + r) * q.row_bytes, q.blocks, s);
-      }
-      matmul_detail::GemmPanel(panel.data(), nr, x, T, K, N, y + n0);
-    }
-  });
+  matmul_detail::ParallelPanels(pool, x, T, K, N, y,
+                                [&](int64_t n0, int64_t nr, float* panel) HWY_ATTR {
+                                  for (int64_t r = 0; r < nr; ++r) {
+                                    StoreSink s{panel + r * K};
+                                    VisitRow(q.kind, q.data + (n0 + r) * q.row_bytes, q.blocks, s);
+                                  }
+                                });
 }
 
 }  // namespace HWY_NAMESPACE
@@ -586,11 +571,9 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace g4::cpu {
 
-HWY_EXPORT(GgufMatMulImpl);
-
-void GgufMatMul(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y) {
-  HWY_DYNAMIC_DISPATCH(GgufMatMulImpl)(pool, w, x, T, y);
-}
+G4_CPU_EXPORT(GgufMatMul,
+              (ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y),
+              (pool, w, x, T, y))
 
 }  // namespace g4::cpu
 #endif  // HWY_ONCE

@@ -29,6 +29,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/cpu/export.h"
 #include "kernels/cpu/kernels.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -44,9 +45,6 @@ namespace g4::cpu {
 namespace HWY_NAMESPACE {
 namespace {
 
-namespace hn = hwy::HWY_NAMESPACE;
-using DF = hn::ScalableTag<float>;
-using VF = hn::Vec<DF>;
 using DI = hn::RebindToSigned<DF>;
 using DU = hn::RebindToUnsigned<DF>;
 using D8 = hn::Rebind<uint8_t, DF>;  // Lanes(DF) bytes
@@ -299,24 +297,20 @@ void PermuteXBlock128(const float* x, int64_t K, float* xp) {
 template <bool kInt4, typename TS>
 void DecodeRows(const QuantShape& q, const TS* scales, const float* xp, int64_t begin,
                 int64_t end, float* y) {
-  auto tile = [&](auto rows_tag, int64_t n) {
-    constexpr int kR = decltype(rows_tag)::value;
-    DecodeTile<kR, kInt4>(q, q.data + n * q.row_bytes, scales + n * q.groups, xp, y + n);
-  };
-  int64_t n = begin;
+  using matmul_detail::ForEachRowTile;
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
   if (kInt4 && UseBlock128(q, 1)) {
-    for (; n + 4 <= end; n += 4) {
-      DecodeTileBlock128<4>(q, q.data + n * q.row_bytes, scales + n * q.groups, xp, y + n);
-    }
-    for (; n < end; ++n) {
-      DecodeTileBlock128<1>(q, q.data + n * q.row_bytes, scales + n * q.groups, xp, y + n);
-    }
+    ForEachRowTile(begin, end, [&](auto rows, int64_t n) HWY_ATTR {
+      DecodeTileBlock128<decltype(rows)::value>(q, q.data + n * q.row_bytes, scales + n * q.groups,
+                                                xp, y + n);
+    });
     return;
   }
 #endif
-  for (; n + 4 <= end; n += 4) tile(std::integral_constant<int, 4>(), n);
-  for (; n < end; ++n) tile(std::integral_constant<int, 1>(), n);
+  ForEachRowTile(begin, end, [&](auto rows, int64_t n) HWY_ATTR {
+    DecodeTile<decltype(rows)::value, kInt4>(q, q.data + n * q.row_bytes, scales + n * q.groups, xp,
+                                             y + n);
+  });
 }
 
 // Rows [n0, n0 + rows) dequantized to f32 into panel [rows, K], in the order of xp.
@@ -395,19 +389,9 @@ void QuantMatMulTyped(ThreadPool& pool, const QuantShape& q, const TS* scales, c
     });
     return;
   }
-  const int64_t rows = matmul_detail::PanelRows(q.K);
-  const int64_t panels = (q.N + rows - 1) / rows;
-  const int64_t work_per_panel = std::max<int64_t>(1, rows * q.K * T);
-  const int64_t grain = std::max<int64_t>(1, ((int64_t{1} << 17) + work_per_panel - 1) / work_per_panel);
-  pool.ParallelFor(panels, grain, [&](int64_t begin, int64_t end) {
-    thread_local std::vector<float> panel;
-    panel.resize(static_cast<size_t>(rows * q.K));
-    for (int64_t p = begin; p < end; ++p) {
-      const int64_t n0 = p * rows, nr = std::min(rows, q.N - n0);
-      DequantizeRows(q, scales, n0, nr, panel.data());
-      matmul_detail::GemmPanel(panel.data(), nr, xp, T, q.K, q.N, y + n0);
-    }
-  });
+  matmul_detail::ParallelPanels(pool, xp, T, q.K, q.N, y,
+                                [&](int64_t n0, int64_t nr, float* panel)
+                                    HWY_ATTR { DequantizeRows(q, scales, n0, nr, panel); });
 }
 
 }  // namespace
@@ -423,19 +407,10 @@ void QuantMatMulImpl(ThreadPool& pool, const TensorView& w, const float* x, int6
   }
   const QuantShape q{static_cast<const uint8_t*>(w.data), w.quant.row_bytes, K, N, G, K / G,
                      w.quant.kind == QuantKind::kInt4Group};
-  switch (w.quant.scale_dtype) {
-    case DType::kBF16:
-      QuantMatMulTyped(pool, q, static_cast<const hwy::bfloat16_t*>(w.quant.scales), x, T, y);
-      break;
-    case DType::kF16:
-      QuantMatMulTyped(pool, q, static_cast<const hwy::float16_t*>(w.quant.scales), x, T, y);
-      break;
-    case DType::kF32:
-      QuantMatMulTyped(pool, q, static_cast<const float*>(w.quant.scales), x, T, y);
-      break;
-    default:
-      std::memset(y, 0, static_cast<size_t>(T * N) * sizeof(float));
-      break;
+  const auto typed = [&](const auto* scales)
+                         HWY_ATTR { QuantMatMulTyped(pool, q, scales, x, T, y); };
+  if (!VisitFloatDType(w.quant.scale_dtype, w.quant.scales, typed)) {
+    std::memset(y, 0, static_cast<size_t>(T * N) * sizeof(float));
   }
 }
 
@@ -446,11 +421,9 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace g4::cpu {
 
-HWY_EXPORT(QuantMatMulImpl);
-
-void QuantMatMul(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y) {
-  HWY_DYNAMIC_DISPATCH(QuantMatMulImpl)(pool, w, x, T, y);
-}
+G4_CPU_EXPORT(QuantMatMul,
+              (ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y),
+              (pool, w, x, T, y))
 
 }  // namespace g4::cpu
 #endif  // HWY_ONCE

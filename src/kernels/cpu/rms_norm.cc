@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/cpu/export.h"
 #include "kernels/cpu/kernels.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -22,10 +23,6 @@ HWY_BEFORE_NAMESPACE();
 namespace g4::cpu {
 namespace HWY_NAMESPACE {
 namespace {
-
-namespace hn = hwy::HWY_NAMESPACE;
-using DF = hn::ScalableTag<float>;
-using VF = hn::Vec<DF>;
 
 // 1 / sqrt(mean(x^2) + eps) of one row x: [D].
 float InvRms(const float* HWY_RESTRICT x, int64_t D, float eps) {
@@ -93,19 +90,9 @@ void RmsNormImpl(ThreadPool& pool, const float* x, const TensorView& w, int64_t 
     RmsNormTyped(pool, x, static_cast<const float*>(nullptr), R, D, eps, out);
     return;
   }
-  switch (w.dtype) {
-    case DType::kBF16:
-      RmsNormTyped(pool, x, static_cast<const hwy::bfloat16_t*>(w.data), R, D, eps, out);
-      break;
-    case DType::kF16:
-      RmsNormTyped(pool, x, static_cast<const hwy::float16_t*>(w.data), R, D, eps, out);
-      break;
-    case DType::kF32:
-      RmsNormTyped(pool, x, static_cast<const float*>(w.data), R, D, eps, out);
-      break;
-    default:  // not a float dtype: callers validate; match ref, which reads such weights as 0
-      std::memset(out, 0, static_cast<size_t>(R * D) * sizeof(float));
-      break;
+  const auto typed = [&](const auto* wt) HWY_ATTR { RmsNormTyped(pool, x, wt, R, D, eps, out); };
+  if (!VisitFloatDType(w.dtype, w.data, typed)) {
+    std::memset(out, 0, static_cast<size_t>(R * D) * sizeof(float));
   }
 }
 
@@ -116,12 +103,10 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace g4::cpu {
 
-HWY_EXPORT(RmsNormImpl);
-
-void RmsNorm(ThreadPool& pool, const float* x, const TensorView& w, int64_t R, int64_t D, float eps,
-             float* out) {
-  HWY_DYNAMIC_DISPATCH(RmsNormImpl)(pool, x, w, R, D, eps, out);
-}
+G4_CPU_EXPORT(RmsNorm,
+              (ThreadPool& pool, const float* x, const TensorView& w, int64_t R, int64_t D,
+               float eps, float* out),
+              (pool, x, w, R, D, eps, out))
 
 }  // namespace g4::cpu
 #endif  // HWY_ONCE

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "kernels/cpu/export.h"
 #include "kernels/cpu/kernels.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -18,10 +19,6 @@ HWY_BEFORE_NAMESPACE();
 namespace g4::cpu {
 namespace HWY_NAMESPACE {
 namespace {
-
-namespace hn = hwy::HWY_NAMESPACE;
-using DF = hn::ScalableTag<float>;
-using VF = hn::Vec<DF>;
 
 void SoftcapRange(float* x, int64_t begin, int64_t end, float cap) {
   const DF df;
@@ -50,11 +47,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace g4::cpu {
 
-HWY_EXPORT(SoftcapImpl);
-
-void Softcap(ThreadPool& pool, float* x, int64_t n, float cap) {
-  HWY_DYNAMIC_DISPATCH(SoftcapImpl)(pool, x, n, cap);
-}
+G4_CPU_EXPORT(Softcap, (ThreadPool& pool, float* x, int64_t n, float cap), (pool, x, n, cap))
 
 }  // namespace g4::cpu
 #endif  // HWY_ONCE

@@ -1,5 +1,6 @@
-// Per-target helpers shared by the CPU kernels: loading a vector of weights stored as F32, BF16
-// or F16 and widening it to f32 lanes in registers, the scalar widening used in tails, and an
+// Per-target helpers shared by the CPU kernels: the full-width f32 tag, loading a vector of
+// weights stored as F32, BF16 or F16 and widening it to f32 lanes in registers, the scalar
+// widening used in tails, the dtype switch that picks a kernel's instantiation, and an
 // elementwise driver whose tail runs through the same SIMD code on a padded copy.
 // The widening must match g4::Bf16ToF32 / g4::F16ToF32 (src/core/dtype.h) bit for bit, so the
 // SIMD body and the scalar tail of a kernel see the same f32 values as the ref kernels do.
@@ -23,6 +24,10 @@ HWY_BEFORE_NAMESPACE();
 namespace g4::cpu {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+
+// The f32 vector of the target's full width, which most kernels use.
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
 
 // Lanes(df) f32 values from p (any alignment).
 template <class DF>
@@ -59,6 +64,27 @@ HWY_INLINE float WidenScalar(hwy::float16_t v) {
   uint16_t bits;
   std::memcpy(&bits, &v, sizeof(bits));
   return F16ToF32(bits);
+}
+
+// Calls f(p) with data as the element pointer of a float dtype (const float*, const
+// hwy::bfloat16_t* or const hwy::float16_t*), so one template body serves the three weight
+// dtypes. Returns false without calling f for any other dtype: callers validate dtypes, and the
+// kernels then write zeros, as the ref kernels (which read such weights as 0) do.
+template <class F>
+HWY_INLINE bool VisitFloatDType(DType dtype, const void* data, const F& f) {
+  switch (dtype) {
+    case DType::kF32:
+      f(static_cast<const float*>(data));
+      return true;
+    case DType::kBF16:
+      f(static_cast<const hwy::bfloat16_t*>(data));
+      return true;
+    case DType::kF16:
+      f(static_cast<const hwy::float16_t*>(data));
+      return true;
+    default:
+      return false;
+  }
 }
 
 // Sum of the lanes of v as a scalar.
