@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 
 #include "core/gguf_blocks.h"
 #include "kernels/cpu/kernels.h"
@@ -53,10 +52,8 @@ void EmbedImpl(ThreadPool& pool, const TensorView& table, const int32_t* ids, in
                float scale, float* out) {
   const int64_t D = table.dim(1);
   if (T <= 0 || D <= 0) return;
-  const auto typed = [&](const auto* te) HWY_ATTR { EmbedTyped(pool, te, ids, T, D, scale, out); };
-  if (!VisitFloatDType(table.dtype, table.data, typed)) {
-    std::memset(out, 0, static_cast<size_t>(T * D) * sizeof(float));
-  }
+  ForFloatDType(table.dtype, table.data, out, T * D,
+                [&](const auto* te) HWY_ATTR { EmbedTyped(pool, te, ids, T, D, scale, out); });
 }
 
 }  // namespace HWY_NAMESPACE

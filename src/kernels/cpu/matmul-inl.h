@@ -234,6 +234,63 @@ HWY_INLINE int64_t PanelRows(int64_t K) {
   return std::clamp<int64_t>(rows / 4 * 4, 4, 64);
 }
 
+// y[r] = the sum of the lanes of a<r> for the kR <= 4 rows of a decode tile.
+template <int kR, class D>
+HWY_INLINE void StoreRowSums(D df, hn::Vec<D> a0, hn::Vec<D> a1, hn::Vec<D> a2, hn::Vec<D> a3,
+                             float* HWY_RESTRICT y) {
+  y[0] = ReduceSum(df, a0);
+  if constexpr (kR > 1) y[1] = ReduceSum(df, a1);
+  if constexpr (kR > 2) y[2] = ReduceSum(df, a2);
+  if constexpr (kR > 3) y[3] = ReduceSum(df, a3);
+}
+
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+// ---- AVX-512 int4 blocks of 128 weights (matmul_quant.cc DecodeTileBlock128 for int4 groups of
+// 32, matmul_gguf.cc DecodeTileQ4_0Quad for Q4_0). Each of the 16 dword lanes of one 64-byte
+// vector holds 8 nibbles; shifting the vector right by 4m puts nibble m of every lane in the low
+// 4 bits, which vpermps uses as the index into a 16-entry table of the signed values q - 8.
+
+// The table: entry q holds q - 8 as f32.
+HWY_INLINE __m512 Int4Table() {
+  return _mm512_setr_ps(-8.0f, -7.0f, -6.0f, -5.0f, -4.0f, -3.0f, -2.0f, -1.0f, 0.0f, 1.0f, 2.0f,
+                        3.0f, 4.0f, 5.0f, 6.0f, 7.0f);
+}
+
+// The 8 vectors of x that nibbles 0 .. 7 of the lanes multiply: x.m[m] = xb[16 m .. 16 m + 16).
+struct X128 {
+  __m512 m[8];
+};
+HWY_INLINE X128 LoadX128(const float* HWY_RESTRICT xb) {
+  X128 x;
+  x.m[0] = _mm512_loadu_ps(xb), x.m[1] = _mm512_loadu_ps(xb + 16);
+  x.m[2] = _mm512_loadu_ps(xb + 32), x.m[3] = _mm512_loadu_ps(xb + 48);
+  x.m[4] = _mm512_loadu_ps(xb + 64), x.m[5] = _mm512_loadu_ps(xb + 80);
+  x.m[6] = _mm512_loadu_ps(xb + 96), x.m[7] = _mm512_loadu_ps(xb + 112);
+  return x;
+}
+
+// Lane i: sum over m of (nibble m of lane i of v - 8) * x.m[m][i] (8 lookups, 8 multiply-adds).
+HWY_INLINE __m512 Int4LaneDots(__m512i v, const X128& x, __m512 table) {
+  __m512 d = _mm512_mul_ps(_mm512_permutexvar_ps(v, table), x.m[0]);
+  d = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), table), x.m[1], d);
+  d = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 8), table), x.m[2], d);
+  d = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 12), table), x.m[3], d);
+  d = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 16), table), x.m[4], d);
+  d = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 20), table), x.m[5], d);
+  d = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 24), table), x.m[6], d);
+  return _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 28), table), x.m[7], d);
+}
+
+// StoreRowSums for __m512 accumulators.
+template <int kR>
+HWY_INLINE void StoreRowSums(__m512 a0, __m512 a1, __m512 a2, __m512 a3, float* HWY_RESTRICT y) {
+  y[0] = _mm512_reduce_add_ps(a0);
+  if constexpr (kR > 1) y[1] = _mm512_reduce_add_ps(a1);
+  if constexpr (kR > 2) y[2] = _mm512_reduce_add_ps(a2);
+  if constexpr (kR > 3) y[3] = _mm512_reduce_add_ps(a3);
+}
+#endif  // AVX-512
+
 // tile(rows, n) over the row tiles of [begin, end): 4 rows at a time, then one by one; rows is
 // std::integral_constant<int, 4> or <int, 1> (decltype(rows)::value: the tile height).
 template <class Tile>

@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -88,10 +87,8 @@ void MatMulTyped(ThreadPool& pool, const TW* w, const float* x, int64_t T, int64
 void MatMulImpl(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y) {
   const int64_t N = w.dim(0), K = w.dim(1);
   if (T <= 0 || N <= 0) return;
-  const auto typed = [&](const auto* wt) HWY_ATTR { MatMulTyped(pool, wt, x, T, K, N, y); };
-  if (!VisitFloatDType(w.dtype, w.data, typed)) {
-    std::memset(y, 0, static_cast<size_t>(T * N) * sizeof(float));
-  }
+  ForFloatDType(w.dtype, w.data, y, T * N,
+                [&](const auto* wt) HWY_ATTR { MatMulTyped(pool, wt, x, T, K, N, y); });
 }
 
 }  // namespace HWY_NAMESPACE

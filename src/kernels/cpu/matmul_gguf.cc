@@ -80,8 +80,7 @@ HWY_INLINE VF ToF32(VU v) { return hn::ConvertTo(DF(), hn::BitCast(DI(), v)); }
 // convert.
 HWY_INLINE void NibblesMinus8(VU b, VF& lo, VF& hi) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-  const __m512 table = _mm512_setr_ps(-8.0f, -7.0f, -6.0f, -5.0f, -4.0f, -3.0f, -2.0f, -1.0f,
-                                      0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f, 7.0f);
+  const __m512 table = matmul_detail::Int4Table();
   lo = VF{_mm512_permutexvar_ps(b.raw, table)};
   hi = VF{_mm512_permutexvar_ps(_mm512_srli_epi32(b.raw, 4), table)};
 #else
@@ -376,10 +375,7 @@ HWY_INLINE void DecodeTileScaled(const GgufShape& q, const uint8_t* HWY_RESTRICT
 #undef G4_SCALED_ROW
     }
   }
-  y[0] = ReduceSum(df, a0);
-  if constexpr (kR > 1) y[1] = ReduceSum(df, a1);
-  if constexpr (kR > 2) y[2] = ReduceSum(df, a2);
-  if constexpr (kR > 3) y[3] = ReduceSum(df, a3);
+  matmul_detail::StoreRowSums<kR>(df, a0, a1, a2, a3, y);
 }
 
 // Q4_0: sum_j (q[j] - 8) x_b[j] over the nibbles of the 18-byte block at p. Prefetch every 4th
@@ -447,8 +443,7 @@ void PermuteXQ4_0(const float* x, int64_t K, float* xp) {
 template <int kR>
 HWY_INLINE void DecodeTileQ4_0Quad(const GgufShape& q, const uint8_t* HWY_RESTRICT w,
                                    const float* HWY_RESTRICT xp, float* HWY_RESTRICT y) {
-  const __m512 table = _mm512_setr_ps(-8.0f, -7.0f, -6.0f, -5.0f, -4.0f, -3.0f, -2.0f, -1.0f,
-                                      0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f, 7.0f);
+  const __m512 table = matmul_detail::Int4Table();
   const __m512i quad = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
   const int64_t rb = q.row_bytes;
   __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
@@ -458,39 +453,25 @@ HWY_INLINE void DecodeTileQ4_0Quad(const GgufShape& q, const uint8_t* HWY_RESTRI
     BlockScales<kR>(w, rb, 18, b0, nb, ds);
     for (int64_t j = 0; j < nb; j += 4) {
       const int64_t b = b0 + j;
-      const float* xb = xp + 32 * b;
-      const __m512 x0 = _mm512_loadu_ps(xb), x1 = _mm512_loadu_ps(xb + 16),
-                   x2 = _mm512_loadu_ps(xb + 32), x3 = _mm512_loadu_ps(xb + 48),
-                   x4 = _mm512_loadu_ps(xb + 64), x5 = _mm512_loadu_ps(xb + 80),
-                   x6 = _mm512_loadu_ps(xb + 96), x7 = _mm512_loadu_ps(xb + 112);
-#define G4_Q4_0_QUAD(r)                                                                         \
-  if constexpr (kR > r) {                                                                       \
-    const uint8_t* p = w + r * rb + 18 * b;                                                     \
-    hwy::Prefetch(p + kR * rb);                                                                 \
-    hwy::Prefetch(p + kR * rb + 64);                                                            \
-    __m512i v = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2)));   \
-    v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 20)), 1);    \
-    v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 38)), 2);    \
-    v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 56)), 3);    \
-    __m512 d = _mm512_mul_ps(_mm512_permutexvar_ps(v, table), x0);                              \
-    d = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), table), x1, d);          \
-    d = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 8), table), x2, d);          \
-    d = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 12), table), x3, d);         \
-    d = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 16), table), x4, d);         \
-    d = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 20), table), x5, d);         \
-    d = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 24), table), x6, d);         \
-    d = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 28), table), x7, d);         \
+      const matmul_detail::X128 x = matmul_detail::LoadX128(xp + 32 * b);
+#define G4_Q4_0_QUAD(r)                                                                            \
+  if constexpr (kR > r) {                                                                          \
+    const uint8_t* p = w + r * rb + 18 * b;                                                        \
+    hwy::Prefetch(p + kR * rb);                                                                    \
+    hwy::Prefetch(p + kR * rb + 64);                                                               \
+    __m512i v = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2)));  \
+    v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 20)), 1);       \
+    v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 38)), 2);       \
+    v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 56)), 3);       \
+    const __m512 d = matmul_detail::Int4LaneDots(v, x, table);                                     \
     const __m512 sc = _mm512_permutexvar_ps(quad, _mm512_broadcast_f32x4(_mm_load_ps(ds[r] + j))); \
-    a##r = _mm512_fmadd_ps(d, sc, a##r);                                                        \
+    a##r = _mm512_fmadd_ps(d, sc, a##r);                                                           \
   }
       G4_Q4_0_QUAD(0) G4_Q4_0_QUAD(1) G4_Q4_0_QUAD(2) G4_Q4_0_QUAD(3)
 #undef G4_Q4_0_QUAD
     }
   }
-  y[0] = _mm512_reduce_add_ps(a0);
-  if constexpr (kR > 1) y[1] = _mm512_reduce_add_ps(a1);
-  if constexpr (kR > 2) y[2] = _mm512_reduce_add_ps(a2);
-  if constexpr (kR > 3) y[3] = _mm512_reduce_add_ps(a3);
+  matmul_detail::StoreRowSums<kR>(a0, a1, a2, a3, y);
 }
 #else
 constexpr bool kHaveQ4_0Quad = false;

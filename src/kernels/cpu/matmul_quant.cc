@@ -100,8 +100,7 @@ template <class V>
 HWY_INLINE void Int4ToF32(DF df, V b, VF& lo, VF& hi) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
   (void)df;
-  const __m512 table = _mm512_setr_ps(-8.0f, -7.0f, -6.0f, -5.0f, -4.0f, -3.0f, -2.0f, -1.0f,
-                                      0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f, 7.0f);
+  const __m512 table = matmul_detail::Int4Table();
   lo = VF{_mm512_permutexvar_ps(b.raw, table)};
   hi = VF{_mm512_permutexvar_ps(_mm512_srli_epi32(b.raw, 4), table)};
 #else
@@ -184,10 +183,8 @@ HWY_INLINE void DecodeTile(const QuantShape& q, const uint8_t* HWY_RESTRICT w,
     G4_SCALE_ROW(0) G4_SCALE_ROW(1) G4_SCALE_ROW(2) G4_SCALE_ROW(3)
 #undef G4_SCALE_ROW
   }
-  y[0] = ReduceSum(df, a0) + tail[0];
-  if constexpr (kR > 1) y[1] = ReduceSum(df, a1) + tail[1];
-  if constexpr (kR > 2) y[2] = ReduceSum(df, a2) + tail[2];
-  if constexpr (kR > 3) y[3] = ReduceSum(df, a3) + tail[3];
+  matmul_detail::StoreRowSums<kR>(df, a0, a1, a2, a3, y);
+  for (int r = 0; r < kR; ++r) y[r] += tail[r];
 }
 
 // Row n fully in scalar code (int4 with an odd group size, where groups split bytes).
@@ -243,37 +240,22 @@ template <int kR, typename TS>
 HWY_INLINE void DecodeTileBlock128(const QuantShape& q, const uint8_t* HWY_RESTRICT w,
                                    const TS* HWY_RESTRICT s, const float* HWY_RESTRICT xp,
                                    float* HWY_RESTRICT y) {
-  const __m512 table = _mm512_setr_ps(-8.0f, -7.0f, -6.0f, -5.0f, -4.0f, -3.0f, -2.0f, -1.0f,
-                                      0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f, 7.0f);
+  const __m512 table = matmul_detail::Int4Table();
   const int64_t rb = q.row_bytes, groups = q.groups, blocks = q.K / 128;
   __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
   for (int64_t b = 0; b < blocks; ++b) {
-    const float* xb = xp + b * 128;
-    const __m512 x0 = _mm512_loadu_ps(xb), x1 = _mm512_loadu_ps(xb + 16),
-                 x2 = _mm512_loadu_ps(xb + 32), x3 = _mm512_loadu_ps(xb + 48),
-                 x4 = _mm512_loadu_ps(xb + 64), x5 = _mm512_loadu_ps(xb + 80),
-                 x6 = _mm512_loadu_ps(xb + 96), x7 = _mm512_loadu_ps(xb + 112);
-#define G4_BLOCK_ROW(r)                                                                   \
-  if constexpr (kR > r) {                                                                 \
-    hwy::Prefetch(w + (r + kR) * rb + b * 64);                                            \
-    const __m512i v = _mm512_loadu_si512(w + r * rb + b * 64);                            \
-    __m512 d = _mm512_mul_ps(_mm512_permutexvar_ps(v, table), x0);                        \
-    d = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), table), x1, d);    \
-    d = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 8), table), x2, d);    \
-    d = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 12), table), x3, d);   \
-    d = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 16), table), x4, d);   \
-    d = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 20), table), x5, d);   \
-    d = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 24), table), x6, d);   \
-    d = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 28), table), x7, d);   \
-    a##r = _mm512_fmadd_ps(d, ScaleQuad(s + r * groups + b * 4), a##r);                   \
+    const matmul_detail::X128 x = matmul_detail::LoadX128(xp + b * 128);
+#define G4_BLOCK_ROW(r)                                                 \
+  if constexpr (kR > r) {                                               \
+    hwy::Prefetch(w + (r + kR) * rb + b * 64);                          \
+    const __m512i v = _mm512_loadu_si512(w + r * rb + b * 64);          \
+    const __m512 d = matmul_detail::Int4LaneDots(v, x, table);          \
+    a##r = _mm512_fmadd_ps(d, ScaleQuad(s + r * groups + b * 4), a##r); \
   }
     G4_BLOCK_ROW(0) G4_BLOCK_ROW(1) G4_BLOCK_ROW(2) G4_BLOCK_ROW(3)
 #undef G4_BLOCK_ROW
   }
-  y[0] = _mm512_reduce_add_ps(a0);
-  if constexpr (kR > 1) y[1] = _mm512_reduce_add_ps(a1);
-  if constexpr (kR > 2) y[2] = _mm512_reduce_add_ps(a2);
-  if constexpr (kR > 3) y[3] = _mm512_reduce_add_ps(a3);
+  matmul_detail::StoreRowSums<kR>(a0, a1, a2, a3, y);
 }
 #else
 constexpr bool kHaveBlock128 = false;
@@ -407,11 +389,8 @@ void QuantMatMulImpl(ThreadPool& pool, const TensorView& w, const float* x, int6
   }
   const QuantShape q{static_cast<const uint8_t*>(w.data), w.quant.row_bytes, K, N, G, K / G,
                      w.quant.kind == QuantKind::kInt4Group};
-  const auto typed = [&](const auto* scales)
-                         HWY_ATTR { QuantMatMulTyped(pool, q, scales, x, T, y); };
-  if (!VisitFloatDType(w.quant.scale_dtype, w.quant.scales, typed)) {
-    std::memset(y, 0, static_cast<size_t>(T * N) * sizeof(float));
-  }
+  ForFloatDType(w.quant.scale_dtype, w.quant.scales, y, T * N,
+                [&](const auto* scales) HWY_ATTR { QuantMatMulTyped(pool, q, scales, x, T, y); });
 }
 
 }  // namespace HWY_NAMESPACE

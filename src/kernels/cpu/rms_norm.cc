@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 
 #include "kernels/cpu/export.h"
 #include "kernels/cpu/kernels.h"
@@ -90,10 +89,8 @@ void RmsNormImpl(ThreadPool& pool, const float* x, const TensorView& w, int64_t 
     RmsNormTyped(pool, x, static_cast<const float*>(nullptr), R, D, eps, out);
     return;
   }
-  const auto typed = [&](const auto* wt) HWY_ATTR { RmsNormTyped(pool, x, wt, R, D, eps, out); };
-  if (!VisitFloatDType(w.dtype, w.data, typed)) {
-    std::memset(out, 0, static_cast<size_t>(R * D) * sizeof(float));
-  }
+  ForFloatDType(w.dtype, w.data, out, R * D,
+                [&](const auto* wt) HWY_ATTR { RmsNormTyped(pool, x, wt, R, D, eps, out); });
 }
 
 }  // namespace HWY_NAMESPACE

@@ -68,22 +68,20 @@ HWY_INLINE float WidenScalar(hwy::float16_t v) {
 
 // Calls f(p) with data as the element pointer of a float dtype (const float*, const
 // hwy::bfloat16_t* or const hwy::float16_t*), so one template body serves the three weight
-// dtypes. Returns false without calling f for any other dtype: callers validate dtypes, and the
-// kernels then write zeros, as the ref kernels (which read such weights as 0) do.
+// dtypes. Any other dtype (callers validate dtypes) zeroes out[0, out_size) instead: the ref
+// kernels read such weights as 0.
 template <class F>
-HWY_INLINE bool VisitFloatDType(DType dtype, const void* data, const F& f) {
+HWY_INLINE void ForFloatDType(DType dtype, const void* data, float* out, int64_t out_size,
+                              const F& f) {
   switch (dtype) {
     case DType::kF32:
-      f(static_cast<const float*>(data));
-      return true;
+      return f(static_cast<const float*>(data));
     case DType::kBF16:
-      f(static_cast<const hwy::bfloat16_t*>(data));
-      return true;
+      return f(static_cast<const hwy::bfloat16_t*>(data));
     case DType::kF16:
-      f(static_cast<const hwy::float16_t*>(data));
-      return true;
+      return f(static_cast<const hwy::float16_t*>(data));
     default:
-      return false;
+      std::memset(out, 0, static_cast<size_t>(out_size) * sizeof(float));
   }
 }
 
