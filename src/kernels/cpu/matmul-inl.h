@@ -227,6 +227,14 @@ HWY_INLINE void GemmPanel(const float* HWY_RESTRICT panel, int64_t rows,
   }
 }
 
+// The grain (items per chunk, at least min_items) of a ParallelFor over items (rows, panels) of
+// work_per_item multiply-adds each: below ~128K multiply-adds per chunk, waking a worker costs
+// more than it saves.
+HWY_INLINE int64_t WorkGrain(int64_t work_per_item, int64_t min_items) {
+  const int64_t work = std::max<int64_t>(1, work_per_item);
+  return std::max<int64_t>(min_items, ((int64_t{1} << 17) + work - 1) / work);
+}
+
 // Rows per f32 panel of the prefill GEMM: ~256 KiB (L2-resident while the K-chunks pass over
 // it), a multiple of the 4-row tile.
 HWY_INLINE int64_t PanelRows(int64_t K) {
@@ -309,11 +317,7 @@ void ParallelPanels(ThreadPool& pool, const float* x, int64_t T, int64_t K, int6
                     const Fill& fill) {
   const int64_t rows = PanelRows(K);
   const int64_t panels = (N + rows - 1) / rows;
-  // ~128K multiply-adds per chunk before waking a worker pays (as for the decode rows).
-  const int64_t work_per_panel = std::max<int64_t>(1, rows * K * T);
-  const int64_t grain =
-      std::max<int64_t>(1, ((int64_t{1} << 17) + work_per_panel - 1) / work_per_panel);
-  pool.ParallelFor(panels, grain, [&](int64_t begin, int64_t end) {
+  pool.ParallelFor(panels, WorkGrain(rows * K * T, 1), [&](int64_t begin, int64_t end) {
     thread_local std::vector<float> panel;
     panel.resize(static_cast<size_t>(rows * K));
     for (int64_t p = begin; p < end; ++p) {

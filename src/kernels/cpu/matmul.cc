@@ -52,14 +52,9 @@ void WidenRows(const TW* HWY_RESTRICT w, int64_t K, int64_t n0, int64_t rows,
 template <typename TW>
 void MatMulTyped(ThreadPool& pool, const TW* w, const float* x, int64_t T, int64_t K, int64_t N,
                  float* y) {
-  // Below ~128K multiply-adds per chunk, waking a worker costs more than it saves.
-  constexpr int64_t kMinWorkPerChunk = int64_t{1} << 17;
   if (T < kPanelMinTokens) {
-    const int64_t work_per_row = std::max<int64_t>(1, K * T);
-    const int64_t grain = std::max<int64_t>(4, (kMinWorkPerChunk + work_per_row - 1) / work_per_row);
-    pool.ParallelFor(N, grain, [&](int64_t begin, int64_t end) {
-      MatMulRows(w, x, T, K, N, begin, end, y);
-    });
+    pool.ParallelFor(N, matmul_detail::WorkGrain(K * T, 4),
+                     [&](int64_t begin, int64_t end) { MatMulRows(w, x, T, K, N, begin, end, y); });
     return;
   }
   const int64_t rows = matmul_detail::PanelRows(K);

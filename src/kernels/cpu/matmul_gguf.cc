@@ -522,8 +522,7 @@ void GgufMatMulImpl(ThreadPool& pool, const TensorView& w, const float* x, int64
   const GgufShape q{w.quant.kind, static_cast<const uint8_t*>(w.data), w.quant.row_bytes, K, N,
                     K / f.elems};
   if (T == 1) {
-    // ~128K weights per chunk before waking a worker pays (as for float weights).
-    const int64_t grain = std::max<int64_t>(4, ((int64_t{1} << 17) + K - 1) / K);
+    const int64_t grain = matmul_detail::WorkGrain(K, 4);
     const float* xd = x;
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
     thread_local std::vector<float> xp_buf;  // x in kernel order, shared read-only by the workers

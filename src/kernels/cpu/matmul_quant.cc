@@ -360,9 +360,7 @@ void QuantMatMulTyped(ThreadPool& pool, const QuantShape& q, const TS* scales, c
     return;
   }
   if (T == 1) {
-    // ~128K weights per chunk before waking a worker pays (as for float weights).
-    const int64_t grain = std::max<int64_t>(4, ((int64_t{1} << 17) + q.K - 1) / q.K);
-    pool.ParallelFor(q.N, grain, [&](int64_t begin, int64_t end) {
+    pool.ParallelFor(q.N, matmul_detail::WorkGrain(q.K, 4), [&](int64_t begin, int64_t end) {
       if (q.int4) {
         DecodeRows<true>(q, scales, xp, begin, end, y);
       } else {
