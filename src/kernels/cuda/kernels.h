@@ -10,7 +10,8 @@
 // is device-resident activations and KV cache, with the decode step captured in a CUDA graph
 // per batch bucket. Ops the device kernels do not cover (int8 / GGUF-block matmul weights,
 // embedding tables larger than a quarter of device memory, e.g. the per-layer-embedding table
-// on a 16 GB card) run on the CPU kernels, on the host copies.
+// on a 16 GB card) and attention with a head_dim that is not a multiple of 32 (small test
+// models) run on the CPU kernels, on the host copies.
 //
 // A CUDA failure inside an op is recorded once (LastError), logged, and the op's outputs are
 // filled with NaN, so a broken device never yields plausible-looking numbers.
@@ -51,6 +52,9 @@ void RmsNorm(ThreadPool& pool, const float* x, const TensorView& w, int64_t R, i
              float* out);
 void Rope(ThreadPool& pool, float* x, const int32_t* positions, int64_t T, int64_t H, int64_t D,
           const float* inv_freq);
+// Whether Attention runs on the device for this head_dim (a multiple of 32 up to 512, the
+// kernel's layout, tiles.h) or on the CPU kernel.
+bool AttentionOnDevice(int64_t head_dim);
 void Attention(ThreadPool& pool, const AttentionArgs& a);
 void GeluMul(ThreadPool& pool, const float* gate, const float* up, int64_t n, float* out);
 void Softcap(ThreadPool& pool, float* x, int64_t n, float cap);

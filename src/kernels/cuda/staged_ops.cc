@@ -2,7 +2,9 @@
 // device kernels of matmul.h, matmul_quant.h and attention.h. Weights come from the device cache
 // (uploaded once; float weights in the policy's compute dtype), activations are copied in and
 // the result copied back. Weights the device kernels do not define (int8 groups, GGUF blocks:
-// e.g. g4's int8-per-row LM head) run on the CPU kernel, on the host copy.
+// e.g. g4's int8-per-row LM head) run on the CPU kernel, on the host copy; so does attention
+// with a head_dim the device kernel does not define (not a multiple of 32: small test models;
+// Gemma 4's 256 and 512 run on the device).
 #include "kernels/cpu/kernels.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/kernels.h"
@@ -37,11 +39,16 @@ void MatMul(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, fl
   }
 }
 
-void Attention(ThreadPool&, const AttentionArgs& a) {
+bool AttentionOnDevice(int64_t head_dim) {
+  return head_dim > 0 && head_dim % 32 == 0 && head_dim <= kAttentionMaxHeadDim;
+}
+
+void Attention(ThreadPool& pool, const AttentionArgs& a) {
   using namespace staging;
   const int64_t q_n = a.T * a.n_heads * a.head_dim, kv_n = a.S * a.n_kv_heads * a.head_dim;
   if (a.T <= 0) return;
   if (!Ready()) return FillNaN(a.out, q_n);
+  if (!AttentionOnDevice(a.head_dim)) return cpu::Attention(pool, a);
   AttentionArgs d = a;
   d.q = ScratchF(0, q_n);
   d.k = ScratchF(1, kv_n);

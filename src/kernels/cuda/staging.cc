@@ -1,6 +1,8 @@
 #include "kernels/cuda/staging.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -19,6 +21,7 @@ namespace {
 struct CachedWeight {
   DType host_dtype;
   std::vector<int64_t> host_shape;
+  uint64_t fingerprint = 0;  // Fingerprint() of the host bytes (and scales) at upload
   void* data = nullptr;
   void* scales = nullptr;
   size_t bytes = 0;
@@ -72,6 +75,29 @@ StatusOr<std::vector<uint16_t>> ConvertToF16(const TensorView& w) {
     out[static_cast<size_t>(i)] = F32ToF16(f);
   }
   return out;
+}
+
+// A hash of 64 evenly spaced 8-byte samples of the host bytes (and of the scales): a different
+// tensor at an address the cache knows (a freed buffer reused, e.g. by the next test case or a
+// reloaded model) is uploaded anew instead of served stale. O(1) per op, so it catches a new
+// tensor, not an in-place edit of a few elements of a cached one.
+uint64_t Fingerprint(const TensorView& w) {
+  uint64_t h = 1469598103934665603ull;
+  auto sample = [&h](const void* data, size_t bytes) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    h = (h ^ bytes) * 1099511628211ull;
+    if (p == nullptr || bytes == 0) return;
+    constexpr size_t kSamples = 64;
+    for (size_t i = 0; i <= kSamples; ++i) {
+      const size_t off = i < kSamples ? bytes * i / kSamples : bytes - std::min<size_t>(8, bytes);
+      uint64_t v = 0;
+      std::memcpy(&v, p + off, std::min<size_t>(8, bytes - off));
+      h = (h ^ v) * 1099511628211ull;
+    }
+  };
+  sample(w.data, w.nbytes());
+  if (w.quantized()) sample(w.quant.scales, w.scale_nbytes());
+  return h;
 }
 
 }  // namespace
@@ -178,9 +204,11 @@ const TensorView* DeviceWeight(const TensorView& w, bool convert_to_compute) {
   State& st = S();
   std::lock_guard<std::mutex> lock(st.mu);
   const auto key = std::make_pair(w.data, convert_to_compute);
+  const uint64_t fingerprint = Fingerprint(w);
   if (auto it = st.weights.find(key); it != st.weights.end()) {
-    // The same address with another dtype or shape is a new tensor in freed memory.
-    if (it->second.host_dtype == w.dtype && it->second.host_shape == w.shape) {
+    // The same address with another dtype, shape or content is a new tensor in freed memory.
+    if (it->second.host_dtype == w.dtype && it->second.host_shape == w.shape &&
+        it->second.fingerprint == fingerprint) {
       return &it->second.view;
     }
     st.weight_bytes -= static_cast<int64_t>(it->second.bytes);
@@ -190,17 +218,15 @@ const TensorView* DeviceWeight(const TensorView& w, bool convert_to_compute) {
   CachedWeight c;
   c.host_dtype = w.dtype;
   c.host_shape = w.shape;
+  c.fingerprint = fingerprint;
   c.view = w;
   const void* src = w.data;
   size_t bytes = w.nbytes();
   std::vector<uint16_t> converted;
-  if (convert_to_compute && !w.quantized() && w.dtype != DType::kF32 &&
-      w.dtype != st.policy.compute) {
-    if (st.policy.compute != DType::kF16) {
-      Record(Internal("no conversion of " + std::string(DTypeName(w.dtype)) + " weights to " +
-                      DTypeName(st.policy.compute)));
-      return nullptr;
-    }
+  // The only conversion: bf16 -> f16 where the policy computes in f16 (SM 7.x). The kernels
+  // widen F32, BF16 and F16 alike, so an F16 weight on a bf16 device stays F16 (converting it
+  // to bf16 would only lose mantissa bits).
+  if (convert_to_compute && w.dtype == DType::kBF16 && st.policy.compute == DType::kF16) {
     auto conv = ConvertToF16(w);
     if (!conv.ok()) {
       Record(conv.status());

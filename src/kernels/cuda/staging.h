@@ -41,8 +41,10 @@ bool ToHost(void* dst, const void* src, size_t bytes);
 bool Sync(const char* what);
 
 // The device copy of weight `w` (a view whose data / scales are device pointers), uploaded on
-// first use. convert_to_compute: float 16-bit weights become the policy's compute dtype
-// (bf16 -> f16 on SM 7.x); f32 and quantized weights are uploaded as stored. nullptr on failure.
+// first use; keyed by the host pointer, and uploaded anew when dtype, shape or a sampled
+// fingerprint of the bytes differ (a new tensor in a freed buffer). convert_to_compute: bf16
+// weights become f16 where the policy computes in f16 (SM 7.x); everything else (f32, f16,
+// quantized) is uploaded as stored. nullptr on failure.
 const TensorView* DeviceWeight(const TensorView& w, bool convert_to_compute);
 
 // NaN into out[0, n): what an op writes when the device failed.

@@ -1,17 +1,36 @@
-// A CPU stand-in for the CUDA runtime used by run.sh (see there): just enough of the execution
-// model (threads of a block as std::threads, __syncthreads / __syncwarp / __shfl_xor_sync as
-// barriers, blocks in sequence, device memory = host memory) to run the heavy kernels' tests on
-// a machine without a GPU. Dynamic shared memory starts as 0xcd garbage, as on a real device.
+// A CPU stand-in for the CUDA runtime used by run.sh and run_backend.sh (see there): just enough
+// of the execution model and the runtime API to run the CUDA backend on a machine without a GPU.
+//   - A block's threads are fibers (ucontext) on the launching thread: each runs until it reaches
+//     __syncthreads / __syncwarp / a shuffle, and a barrier opens when every thread it waits for
+//     is there. Phases alternate the threads' order (ascending, then descending), so a missing
+//     barrier shows up as a wrong result whichever thread writes first. A barrier that not every
+//     thread reaches (divergent __syncthreads) aborts with a message, where a GPU would hang or
+//     compute garbage. Blocks run one after another (so function-static "__shared__" arrays are
+//     per block); dynamic shared memory starts as 0xcd garbage, as on a real device.
+//   - Device memory is host memory, but the emulator knows every allocation: cudaMalloc fills it
+//     with 0xff (NaN as f32), cudaMemcpy checks that the device side of a copy lies inside one
+//     allocation and the host side in none, and every pointer argument of a kernel must point
+//     into an allocation (a host pointer passed to a kernel is an illegal address on a GPU).
+//   - Launch checks as on a device: block size 1..1024, grid limits, and dynamic shared memory
+//     above 48 KiB only after cudaFuncSetAttribute(MaxDynamicSharedMemorySize) within the card's
+//     opt-in limit; a bad launch sets the error that cudaGetLastError returns, and runs nothing.
+// The card (cudaGetDeviceProperties) comes from fake_device.cc.
 #pragma once
-#include <barrier>
+#include <math.h>
+#include <setjmp.h>
+#include <ucontext.h>
+
 #include <cmath>
 #include <cstdint>
-#include <cstring>
-#include <functional>
-#include <memory>
-#include <thread>
-#include <vector>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+#include <type_traits>
+#include <vector>
 
 #define __global__
 #define __device__
@@ -30,69 +49,374 @@ struct uint3 { unsigned x, y, z; };
 struct uint4 { unsigned x, y, z, w; };
 struct float4 { float x, y, z, w; };
 typedef int cudaError_t;
-enum { cudaSuccess = 0 };
+enum : int {
+  cudaSuccess = 0,
+  cudaErrorInvalidValue = 1,
+  cudaErrorMemoryAllocation = 2,
+  cudaErrorInvalidConfiguration = 9,
+  cudaErrorInsufficientDriver = 35,
+  cudaErrorNoDevice = 100,
+  cudaErrorInvalidDevice = 101,
+  cudaErrorIllegalAddress = 700,
+};
 typedef struct CUstream_st* cudaStream_t;
+typedef struct CUevent_st* cudaEvent_t;
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize };
+enum cudaMemcpyKind {
+  cudaMemcpyHostToHost,
+  cudaMemcpyHostToDevice,
+  cudaMemcpyDeviceToHost,
+  cudaMemcpyDeviceToDevice,
+  cudaMemcpyDefault
+};
+enum cudaDeviceAttr { cudaDevAttrMemoryClockRate = 36 };
 
-inline thread_local uint3 threadIdx, blockIdx;
+struct cudaDeviceProp {
+  char name[256];
+  int major, minor, multiProcessorCount;
+  size_t totalGlobalMem, sharedMemPerBlock, sharedMemPerBlockOptin, sharedMemPerMultiprocessor;
+  int l2CacheSize, memoryBusWidth, maxThreadsPerBlock, warpSize;
+};
+
+// fake_device.cc: the emulated card.
+cudaError_t cudaGetDeviceCount(int* n);
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int ordinal);
+cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr a, int ordinal);
+cudaError_t cudaSetDevice(int ordinal);
+
+namespace emu {
+
+// The card's shared-memory limits (fake_device.cc).
+size_t SmemPerBlock();
+size_t SmemPerBlockOptin();
+
+inline std::recursive_mutex& Mu() {
+  static std::recursive_mutex m;
+  return m;
+}
+inline cudaError_t& LastError() {
+  static cudaError_t e = cudaSuccess;
+  return e;
+}
+inline cudaError_t Fail(cudaError_t e, const char* what) {
+  std::fprintf(stderr, "[cuda emu] %s\n", what);
+  if (LastError() == cudaSuccess) LastError() = e;
+  return e;
+}
+
+// Live device allocations: base -> bytes.
+inline std::map<uintptr_t, size_t>& Allocs() {
+  static std::map<uintptr_t, size_t> m;
+  return m;
+}
+// Whether [p, p + n) lies inside one device allocation (n = 0: p inside or one past its end).
+inline bool InDevice(const void* p, size_t n) {
+  std::lock_guard<std::recursive_mutex> lock(Mu());
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  auto it = Allocs().upper_bound(a);
+  if (it == Allocs().begin()) return false;
+  --it;
+  return a >= it->first && a + n <= it->first + it->second;
+}
+inline bool AnyDevice(const void* p, size_t n) {
+  return n > 0 && (InDevice(p, 1) || InDevice(static_cast<const char*>(p) + n - 1, 1));
+}
+
+inline std::map<const void*, int>& MaxDynSmem() {
+  static std::map<const void*, int> m;
+  return m;
+}
+
+// ---- the block scheduler (fibers) ----
+enum class St { kRun, kBlockBar, kWarpBar, kDone };
+// A fiber is made once (makecontext) and entered once with swapcontext; after that, switches
+// are _setjmp/_longjmp (no signal-mask syscall), and a fiber whose thread finished waits at
+// kDone to run the next block's thread of the same index.
+struct Fiber {
+  ucontext_t ctx;
+  jmp_buf jb;
+  std::unique_ptr<char[]> stack;
+  St st = St::kRun;
+  bool started = false;
+};
+inline constexpr size_t kStack = 256 << 10;
+struct Sched {
+  ucontext_t main;
+  jmp_buf main_jb;
+  std::vector<std::unique_ptr<Fiber>> f;
+  unsigned n = 0, cur = 0;
+  void (*body)(void*) = nullptr;
+  void* arg = nullptr;
+};
+inline Sched& S() {
+  static Sched s;
+  return s;
+}
+
+}  // namespace emu
+
+inline uint3 threadIdx, blockIdx;
 inline dim3 blockDim, gridDim;
-inline std::barrier<>* g_block_barrier;
-inline std::vector<std::unique_ptr<std::barrier<>>> g_warp_barriers;
 inline float g_shfl[1024];
 alignas(16) inline unsigned char g_dyn_smem[1 << 20];
 
-inline void __syncthreads() { g_block_barrier->arrive_and_wait(); }
-inline void __syncwarp(unsigned = 0xffffffffu) { g_warp_barriers[threadIdx.x / 32]->arrive_and_wait(); }
+namespace emu {
+inline void Yield(St st) {
+  Sched& s = S();
+  const unsigned me = s.cur;
+  s.f[me]->st = st;
+  if (_setjmp(s.f[me]->jb) == 0) _longjmp(s.main_jb, 1);
+  threadIdx = {me, 0, 0};
+}
+inline void Entry() {
+  Sched& s = S();
+  for (;;) {
+    s.body(s.arg);
+    Yield(St::kDone);
+  }
+}
+// Runs fiber t until it yields.
+inline void Switch(unsigned t) {
+  Sched& s = S();
+  s.cur = t;
+  threadIdx = {t, 0, 0};
+  if (_setjmp(s.main_jb) != 0) return;
+  Fiber& f = *s.f[t];
+  if (!f.started) {
+    f.started = true;
+    swapcontext(&s.main, &f.ctx);  // left by _longjmp from Yield, never returns
+  } else {
+    _longjmp(f.jb, 1);
+  }
+}
+
+// Runs body(arg) as each of `n` threads of one block.
+inline void RunBlock(unsigned n, void (*body)(void*), void* arg, const char* name) {
+  Sched& s = S();
+  while (s.f.size() < n) {
+    auto f = std::make_unique<Fiber>();
+    f->stack.reset(new char[kStack]);
+    getcontext(&f->ctx);
+    f->ctx.uc_stack.ss_sp = f->stack.get();
+    f->ctx.uc_stack.ss_size = kStack;
+    f->ctx.uc_link = nullptr;  // Entry never returns
+    makecontext(&f->ctx, Entry, 0);
+    s.f.push_back(std::move(f));
+  }
+  s.n = n;
+  s.body = body;
+  s.arg = arg;
+  for (unsigned t = 0; t < n; ++t) s.f[t]->st = St::kRun;
+  for (unsigned phase = 0;; ++phase) {
+    for (unsigned i = 0; i < n; ++i) {
+      const unsigned t = phase % 2 == 0 ? i : n - 1 - i;
+      if (s.f[t]->st == St::kRun) Switch(t);
+    }
+    unsigned done = 0, at_block = 0;
+    for (unsigned t = 0; t < n; ++t) {
+      done += s.f[t]->st == St::kDone;
+      at_block += s.f[t]->st == St::kBlockBar;
+    }
+    if (done == n) return;
+    if (at_block == n) {
+      for (unsigned t = 0; t < n; ++t) s.f[t]->st = St::kRun;
+      continue;
+    }
+    bool released = false;
+    for (unsigned w0 = 0; w0 < n; w0 += 32) {
+      const unsigned w1 = w0 + 32 < n ? w0 + 32 : n;
+      bool all = true;
+      for (unsigned t = w0; t < w1; ++t) all = all && s.f[t]->st == St::kWarpBar;
+      if (!all) continue;
+      for (unsigned t = w0; t < w1; ++t) s.f[t]->st = St::kRun;
+      released = true;
+    }
+    if (released) continue;
+    std::fprintf(stderr,
+                 "[cuda emu] %s: block (%u,%u,%u) deadlocks: %u of %u threads exited, %u wait at "
+                 "__syncthreads, the rest at __syncwarp / a shuffle (divergent barrier)\n",
+                 name, blockIdx.x, blockIdx.y, blockIdx.z, done, n, at_block);
+    std::abort();
+  }
+}
+
+template <typename T>
+bool ArgOk(const T& a) {
+  if constexpr (std::is_pointer_v<T>) {
+    return a == nullptr || InDevice(a, 0);
+  } else {
+    return true;
+  }
+}
+
+}  // namespace emu
+
+inline void __syncthreads() { emu::Yield(emu::St::kBlockBar); }
+inline void __syncwarp(unsigned = 0xffffffffu) { emu::Yield(emu::St::kWarpBar); }
 inline float __shfl_xor_sync(unsigned, float v, int mask) {
   const unsigned t = threadIdx.x;
   g_shfl[t] = v;
   __syncwarp();
-  const float r = g_shfl[(t / 32) * 32 + ((t % 32) ^ mask)];
+  const float r = g_shfl[(t / 32) * 32 + ((t % 32) ^ static_cast<unsigned>(mask))];
   __syncwarp();
   return r;
 }
 inline float __uint_as_float(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
+inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 
 template <typename... KArgs, typename... Args>
 void EmuLaunch(void (*k)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t,
                Args... args) {
+  std::lock_guard<std::recursive_mutex> lock(emu::Mu());
+  const void* key = reinterpret_cast<const void*>(k);
+  if (block.x == 0 || block.x > 1024 || block.y != 1 || block.z != 1) {
+    emu::Fail(cudaErrorInvalidConfiguration, "launch: block size outside 1..1024 (or not 1-D)");
+    return;
+  }
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.x > 0x7fffffffu || grid.y > 65535 ||
+      grid.z > 65535) {
+    emu::Fail(cudaErrorInvalidConfiguration, "launch: grid outside the device limits");
+    return;
+  }
+  if (smem > emu::SmemPerBlock()) {
+    auto it = emu::MaxDynSmem().find(key);
+    if (it == emu::MaxDynSmem().end() || smem > static_cast<size_t>(it->second)) {
+      emu::Fail(cudaErrorInvalidValue,
+                "launch: dynamic shared memory above 48 KiB without a large enough "
+                "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
+      return;
+    }
+  }
   if (smem > sizeof(g_dyn_smem)) std::abort();
+  if (!(emu::ArgOk(args) && ...)) {
+    emu::Fail(cudaErrorIllegalAddress, "launch: a pointer argument is not device memory");
+    return;
+  }
+  // The arguments converted to the kernel's parameter types, as a launch does.
+  std::tuple<std::decay_t<KArgs>...> params(args...);
+  struct Call {
+    void (*k)(KArgs...);
+    std::tuple<std::decay_t<KArgs>...>* p;
+  } call{k, &params};
+  auto body = [](void* c) {
+    auto* cl = static_cast<Call*>(c);
+    std::apply(cl->k, *cl->p);
+  };
   blockDim = block;
   gridDim = grid;
-  const unsigned n = block.x;
   for (unsigned bz = 0; bz < grid.z; ++bz)
     for (unsigned by = 0; by < grid.y; ++by)
       for (unsigned bx = 0; bx < grid.x; ++bx) {
         std::memset(g_dyn_smem, 0xcd, smem);  // garbage, like real smem
-        std::barrier<> bb(n);
-        g_block_barrier = &bb;
-        g_warp_barriers.clear();
-        for (unsigned w = 0; w < (n + 31) / 32; ++w) g_warp_barriers.emplace_back(new std::barrier<>(32));
-        std::vector<std::thread> ts;
-        for (unsigned t = 0; t < n; ++t)
-          ts.emplace_back([&, t] {
-            threadIdx = {t, 0, 0};
-            blockIdx = {bx, by, bz};
-            k(args...);
-          });
-        for (auto& th : ts) th.join();
+        blockIdx = {bx, by, bz};
+        emu::RunBlock(block.x, body, &call, "kernel");
       }
 }
 
-inline cudaError_t cudaGetLastError() { return cudaSuccess; }
-inline const char* cudaGetErrorString(cudaError_t) { return "emu"; }
-template <typename K> cudaError_t cudaFuncSetAttribute(K, cudaFuncAttribute, int) { return cudaSuccess; }
-inline cudaError_t cudaMallocAsync(void** p, size_t n, cudaStream_t) { *p = std::malloc(n); return cudaSuccess; }
-inline cudaError_t cudaFreeAsync(void* p, cudaStream_t) { std::free(p); return cudaSuccess; }
-inline cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t) { std::memset(p, v, n); return cudaSuccess; }
-enum cudaMemcpyKind { cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice };
-inline cudaError_t cudaMalloc(void** p, size_t n) { *p = std::malloc(n); return cudaSuccess; }
-inline cudaError_t cudaFree(void* p) { std::free(p); return cudaSuccess; }
-inline cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind) { std::memcpy(d, s, n); return cudaSuccess; }
-inline cudaError_t cudaMemset(void* p, int v, size_t n) { std::memset(p, v, n); return cudaSuccess; }
+inline cudaError_t cudaGetLastError() {
+  const cudaError_t e = emu::LastError();
+  emu::LastError() = cudaSuccess;
+  return e;
+}
+inline cudaError_t cudaPeekAtLastError() { return emu::LastError(); }
+inline const char* cudaGetErrorName(cudaError_t e) {
+  switch (e) {
+    case cudaSuccess: return "cudaSuccess";
+    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+    case cudaErrorInsufficientDriver: return "cudaErrorInsufficientDriver";
+    case cudaErrorNoDevice: return "cudaErrorNoDevice";
+    case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
+    case cudaErrorIllegalAddress: return "cudaErrorIllegalAddress";
+  }
+  return "cudaErrorUnknown";
+}
+inline const char* cudaGetErrorString(cudaError_t e) {
+  return e == cudaSuccess ? "no error" : "emulated CUDA error (see the [cuda emu] line above)";
+}
+template <typename K>
+cudaError_t cudaFuncSetAttribute(K k, cudaFuncAttribute, int v) {
+  std::lock_guard<std::recursive_mutex> lock(emu::Mu());
+  if (v < 0 || static_cast<size_t>(v) > emu::SmemPerBlockOptin()) {
+    return emu::Fail(cudaErrorInvalidValue,
+                     "cudaFuncSetAttribute: MaxDynamicSharedMemorySize above the card's opt-in");
+  }
+  emu::MaxDynSmem()[reinterpret_cast<const void*>(k)] = v;
+  return cudaSuccess;
+}
+
+inline cudaError_t cudaMalloc(void** p, size_t n) {
+  std::lock_guard<std::recursive_mutex> lock(emu::Mu());
+  *p = std::malloc(n > 0 ? n : 1);
+  if (*p == nullptr) return emu::Fail(cudaErrorMemoryAllocation, "cudaMalloc: out of memory");
+  std::memset(*p, 0xff, n);  // NaN as f32: reading memory nobody wrote shows
+  emu::Allocs()[reinterpret_cast<uintptr_t>(*p)] = n;
+  return cudaSuccess;
+}
+inline cudaError_t cudaFree(void* p) {
+  std::lock_guard<std::recursive_mutex> lock(emu::Mu());
+  if (p == nullptr) return cudaSuccess;
+  auto it = emu::Allocs().find(reinterpret_cast<uintptr_t>(p));
+  if (it == emu::Allocs().end()) {
+    return emu::Fail(cudaErrorInvalidValue, "cudaFree: not a live device allocation");
+  }
+  emu::Allocs().erase(it);
+  std::free(p);
+  return cudaSuccess;
+}
+inline cudaError_t cudaMallocAsync(void** p, size_t n, cudaStream_t) { return cudaMalloc(p, n); }
+inline cudaError_t cudaFreeAsync(void* p, cudaStream_t) { return cudaFree(p); }
+inline cudaError_t cudaMemset(void* p, int v, size_t n) {
+  if (n > 0 && !emu::InDevice(p, n)) {
+    return emu::Fail(cudaErrorInvalidValue, "cudaMemset: range outside a device allocation");
+  }
+  std::memset(p, v, n);
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t) {
+  return cudaMemset(p, v, n);
+}
+inline cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind kind) {
+  if (n == 0) return cudaSuccess;
+  const bool d_dev = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+  const bool s_dev = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
+  if (kind != cudaMemcpyDefault &&
+      (d_dev != emu::InDevice(d, n) || (!d_dev && emu::AnyDevice(d, n)) ||
+       s_dev != emu::InDevice(s, n) || (!s_dev && emu::AnyDevice(s, n)))) {
+    return emu::Fail(cudaErrorInvalidValue,
+                     "cudaMemcpy: a range is not (wholly) in the memory its kind names");
+  }
+  std::memmove(d, s, n);
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind k,
+                                   cudaStream_t = nullptr) {
+  return cudaMemcpy(d, s, n, k);
+}
+// Kernels run at launch, so there is nothing to wait for; launch errors come from
+// cudaGetLastError, as on a device.
 inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
-typedef int cudaEvent_t;
-inline cudaError_t cudaEventCreate(cudaEvent_t*) { return cudaSuccess; }
+inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+inline cudaError_t cudaStreamCreate(cudaStream_t* s) {
+  *s = reinterpret_cast<cudaStream_t>(new char);
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamDestroy(cudaStream_t s) {
+  delete reinterpret_cast<char*>(s);
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventCreate(cudaEvent_t* e) {
+  *e = reinterpret_cast<cudaEvent_t>(new char);
+  return cudaSuccess;
+}
 inline cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t = nullptr) { return cudaSuccess; }
-inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t, cudaEvent_t) { *ms = 1; return cudaSuccess; }
-inline cudaError_t cudaEventDestroy(cudaEvent_t) { return cudaSuccess; }
+inline cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t, cudaEvent_t) {
+  *ms = 1;
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventDestroy(cudaEvent_t e) {
+  delete reinterpret_cast<char*>(e);
+  return cudaSuccess;
+}

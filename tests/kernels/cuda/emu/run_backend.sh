@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Runs the WHOLE CUDA backend end to end on the CPU emulation (cuda_runtime.h here), for machines
+# without a GPU: every src/kernels/cuda/*.cu rewritten by xform.py, staging.cc, staged_ops.cc,
+# device.cc, policy.cc and tiles.cc, and src/ops/*.cc built with G4_HAS_CUDA so Backend(kCuda)
+# gets the CUDA op table, linked with the rest of the library from a CPU build. Runs every
+# tests/kernels/cuda/*_test.cc, the kCuda golden model tests (tests/model/golden_test.cc:
+# logits and hidden states against the reference) and emu_decode_test.cc (cached decode on the
+# CUDA backend: greedy continuations and chunked prefill == full forward), once per card.
+# Evidence, NOT a substitute for a GPU run (see tests/kernels/cuda/README.md). Manual, not CI:
+# it takes minutes.
+#   tests/kernels/cuda/emu/run_backend.sh BUILD_DIR [CARDS] [gtest filter]
+# CARDS: comma-separated, of H200 (default), T4, L4, A100, none (no device: every GPU test must
+# skip). T4 is SM 7.5: the f16 compute path (bf16 weights converted to f16).
+# BUILD_DIR: a CPU build (-DG4_CUDA=OFF) with these targets built: g4_core g4_loader
+# g4_tokenizer g4_kernels_ref g4_kernels_cpu g4_model g4_runtime g4_test_common. The emulated
+# objects go to BUILD_DIR/cuda-emu, or EMU_OUT (a generated ninja file, so reruns rebuild only
+# what changed). EMU_JOBS: parallel compiles (2).
+set -euo pipefail
+build=$(cd "${1:?usage: run_backend.sh BUILD_DIR [CARDS] [gtest filter]}" && pwd)
+cards=${2:-H200}
+filter=${3:-'Cuda*:*_cuda:*EmuDecode*tiny_bf16:*EmuDecode*tiny_window:*EmuDecode*e2b_donors:-*Bandwidth*'}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../../../.." && pwd)
+out=${EMU_OUT:-$build/cuda-emu}
+mkdir -p "$out"
+
+# -O2 for the kernels and the library code they run under; tests at -O1 (they only compile).
+cflags="-std=c++20 -pthread -w -DG4_HAS_CUDA -I$here -I$root/src -I$root/tests"
+{
+  echo "rule xform"
+  echo "  command = python3 $here/xform.py \$in \$out"
+  echo "rule cxx"
+  echo "  command = g++ $cflags \$opt -MMD -MF \$out.d -c \$in -o \$out"
+  echo "  depfile = \$out.d"
+  echo "  deps = gcc"
+  echo "rule link"
+  echo "  command = g++ -pthread \$in -lhwy -lgtest -lgtest_main -o \$out"
+  objs=()
+  for f in "$root"/src/kernels/cuda/*.cu; do
+    n=$(basename "$f" .cu)
+    echo "build $out/$n.cu.cc: xform $f | $here/xform.py"
+    echo "build $out/$n.cu.o: cxx $out/$n.cu.cc"
+    echo "  opt = -O2"
+    objs+=("$out/$n.cu.o")
+  done
+  for f in "$root"/src/kernels/cuda/*.cc "$root"/src/ops/*.cc "$here/fake_device.cc"; do
+    n=$(basename "$(dirname "$f")")_$(basename "$f" .cc)
+    echo "build $out/$n.o: cxx $f"
+    echo "  opt = -O2"
+    objs+=("$out/$n.o")
+  done
+  for f in "$root"/tests/kernels/cuda/*_test.cc "$root/tests/model/golden_test.cc" \
+           "$here/emu_decode_test.cc"; do
+    n=test_$(basename "$f" .cc)
+    echo "build $out/$n.o: cxx $f"
+    echo "  opt = -O1"
+    objs+=("$out/$n.o")
+  done
+  libs=""
+  for lib in g4_test_common g4_runtime g4_model g4_tokenizer g4_loader g4_kernels_cpu \
+             g4_kernels_ref g4_core; do
+    libs+=" $build/lib$lib.a"
+  done
+  echo "build objs: phony ${objs[*]}"
+  echo "build $out/emu_backend_tests: link ${objs[*]} $libs"
+} > "$out/build.ninja.new"
+# Only replace the ninja file when it changed (keeps ninja's view of what is up to date).
+if cmp -s "$out/build.ninja.new" "$out/build.ninja"; then
+  rm "$out/build.ninja.new"
+else
+  mv "$out/build.ninja.new" "$out/build.ninja"
+fi
+nice -n 5 ninja -C "$out" -j "${EMU_JOBS:-2}" "${EMU_TARGET:-$out/emu_backend_tests}"
+[[ -z ${EMU_TARGET:-} ]] || exit 0  # EMU_TARGET: build that one target only
+
+cd "$root"  # the golden cases are found from the repo root (../shared/golden)
+status=0
+IFS=, read -ra card_list <<< "$cards"
+for card in "${card_list[@]}"; do
+  echo "=== emulated card: $card ==="
+  start=$(date +%s)
+  G4_EMU_CARD=$card "$out/emu_backend_tests" --gtest_filter="$filter" || status=1
+  echo "=== $card: $(( $(date +%s) - start )) s ==="
+done
+exit $status
