@@ -8,7 +8,9 @@
 //     compute garbage. Blocks run one after another (so function-static "__shared__" arrays are
 //     per block); dynamic shared memory starts as 0xcd garbage, as on a real device.
 //   - Device memory is host memory, but the emulator knows every allocation: cudaMalloc fills it
-//     with 0xff (NaN as f32), cudaMemcpy checks that the device side of a copy lies inside one
+//     with 0xff (NaN as f32) and ends it (rounded up to cudaMalloc's 256-byte alignment) at an
+//     inaccessible page, so a kernel running more than 255 bytes past a buffer faults (SIGSEGV)
+//     instead of reading a neighbour, and one running less reads NaN; cudaMemcpy checks that the device side of a copy lies inside one
 //     allocation and the host side in none, and every pointer argument of a kernel must point
 //     into an allocation (a host pointer passed to a kernel is an illegal address on a GPU).
 //   - Launch checks as on a device: block size 1..1024, grid limits, and dynamic shared memory
@@ -18,7 +20,9 @@
 #pragma once
 #include <math.h>
 #include <setjmp.h>
+#include <sys/mman.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdint>
@@ -107,6 +111,15 @@ inline cudaError_t Fail(cudaError_t e, const char* what) {
 // Live device allocations: base -> bytes.
 inline std::map<uintptr_t, size_t>& Allocs() {
   static std::map<uintptr_t, size_t> m;
+  return m;
+}
+// The mapping behind each allocation (for munmap).
+struct Mapping {
+  void* base;
+  size_t len;
+};
+inline std::map<uintptr_t, Mapping>& Maps() {
+  static std::map<uintptr_t, Mapping> m;
   return m;
 }
 // Whether [p, p + n) lies inside one device allocation (n = 0: p inside or one past its end).
@@ -348,10 +361,18 @@ cudaError_t cudaFuncSetAttribute(K k, cudaFuncAttribute, int v) {
 
 inline cudaError_t cudaMalloc(void** p, size_t n) {
   std::lock_guard<std::recursive_mutex> lock(emu::Mu());
-  *p = std::malloc(n > 0 ? n : 1);
-  if (*p == nullptr) return emu::Fail(cudaErrorMemoryAllocation, "cudaMalloc: out of memory");
-  std::memset(*p, 0xff, n);  // NaN as f32: reading memory nobody wrote shows
+  *p = nullptr;
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t rounded = n > 0 ? (n + 255) / 256 * 256 : 256;
+  const size_t data = (rounded + page - 1) / page * page;
+  void* base = mmap(nullptr, data + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                    -1, 0);
+  if (base == MAP_FAILED) return emu::Fail(cudaErrorMemoryAllocation, "cudaMalloc: out of memory");
+  mprotect(static_cast<char*>(base) + data, page, PROT_NONE);  // the guard page
+  *p = static_cast<char*>(base) + data - rounded;
+  std::memset(*p, 0xff, rounded);  // NaN as f32: reading memory nobody wrote shows
   emu::Allocs()[reinterpret_cast<uintptr_t>(*p)] = n;
+  emu::Maps()[reinterpret_cast<uintptr_t>(*p)] = {base, data + page};
   return cudaSuccess;
 }
 inline cudaError_t cudaFree(void* p) {
@@ -362,7 +383,8 @@ inline cudaError_t cudaFree(void* p) {
     return emu::Fail(cudaErrorInvalidValue, "cudaFree: not a live device allocation");
   }
   emu::Allocs().erase(it);
-  std::free(p);
+  const auto m = emu::Maps().extract(reinterpret_cast<uintptr_t>(p));
+  munmap(m.mapped().base, m.mapped().len);
   return cudaSuccess;
 }
 inline cudaError_t cudaMallocAsync(void** p, size_t n, cudaStream_t) { return cudaMalloc(p, n); }
