@@ -7,6 +7,7 @@
 
 #include "model/gemma4.h"
 #include "common/golden_cases.h"
+#include "common/greedy_check.h"
 #include "model/synthetic.h"
 #include "runtime/prefill.h"
 
@@ -14,21 +15,11 @@ namespace g4 {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::MaxDiff;
 
 double MaxAbs(const std::vector<float>& x) {
   double m = 0;
   for (float v : x) m = std::max(m, std::fabs(static_cast<double>(v)));
-  return m;
-}
-
-// Max |a - b| over all entries (NaN counts as infinite).
-double MaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return INFINITY;
-  double m = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const double d = std::fabs(static_cast<double>(a[i]) - b[i]);
-    if (!(d <= m)) m = std::isnan(d) ? INFINITY : d;
-  }
   return m;
 }
 
@@ -91,25 +82,8 @@ TEST(GoldenGreedyTest, CachedGreedyContinuationsMatch) {
     if (!meta.contains("greedy")) continue;
     auto model = Gemma4Model::Load(gc.dir);
     ASSERT_TRUE(model.ok()) << model.status().ToString();
-    const int64_t V = (*model)->config().vocab_size;
     const double tol = meta["tolerance"]["fp32_engine"]["max_abs_diff"].get<double>();
-    const std::vector<float> step_ref = testing::ReadF32File(gc.dir + "/greedy_logits.f32");
-    const std::vector<int32_t> prompt = testing::ReadIds(gc.dir + "/input_ids.json");
-    auto cache = SequenceKvCache::Create((*model)->config(), 256);
-    ASSERT_TRUE(cache.ok());
-    auto logits = Prefill(**model, backend, **cache, prompt, 5);
-    ASSERT_TRUE(logits.ok()) << logits.status().ToString();
-    const auto& expected = meta["greedy"]["ids"];
-    for (size_t k = 0; k < expected.size(); ++k) {
-      const std::vector<float> ref_row(step_ref.begin() + k * V, step_ref.begin() + (k + 1) * V);
-      EXPECT_LE(MaxDiff(*logits, ref_row), tol) << "step " << k;
-      const int32_t next = static_cast<int32_t>(
-          std::max_element(logits->begin(), logits->end()) - logits->begin());
-      ASSERT_EQ(next, expected[k].get<int32_t>()) << "greedy step " << k;
-      const int32_t one[] = {next};
-      logits = Prefill(**model, backend, **cache, one, 1);
-      ASSERT_TRUE(logits.ok()) << logits.status().ToString();
-    }
+    testing::ExpectCachedGreedyMatchesGolden(**model, backend, gc.dir, meta, tol);
   }
 }
 

@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include "common/golden_cases.h"
+#include "common/greedy_check.h"
 #include "kernels/cuda/kernels.h"
 #include "model/gemma4.h"
 #include "runtime/prefill.h"
@@ -19,15 +20,7 @@
 namespace g4 {
 namespace {
 
-double MaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return INFINITY;
-  double m = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const double d = std::fabs(static_cast<double>(a[i]) - b[i]);
-    if (!(d <= m)) m = std::isnan(d) ? INFINITY : d;
-  }
-  return m;
-}
+using testing::MaxDiff;
 
 class EmuDecodeTest : public ::testing::TestWithParam<testing::GoldenCase> {};
 
@@ -45,7 +38,6 @@ TEST_P(EmuDecodeTest, CachedGreedyMatchesGoldenAndChunksMatchFullForward) {
   Backend backend(BackendKind::kCuda, 1);
   if (!backend.status().ok()) GTEST_SKIP() << backend.status().message();
   const ModelConfig& c = (*model)->config();
-  const int64_t V = c.vocab_size;
   const double tol = meta["tolerance"]["fp32_engine"]["max_abs_diff"].get<double>();
   const std::vector<int32_t> prompt = testing::ReadIds(gc.dir + "/input_ids.json");
 
@@ -59,22 +51,8 @@ TEST_P(EmuDecodeTest, CachedGreedyMatchesGoldenAndChunksMatchFullForward) {
     EXPECT_LE(MaxDiff(*cached, *full), tol) << "chunks of 3";
   }
 
-  if (!meta.contains("greedy")) return;
-  const std::vector<float> step_ref = testing::ReadF32File(gc.dir + "/greedy_logits.f32");
-  auto cache = SequenceKvCache::Create(c, 256);
-  ASSERT_TRUE(cache.ok());
-  auto logits = Prefill(**model, backend, **cache, prompt, 5);
-  ASSERT_TRUE(logits.ok()) << logits.status().ToString();
-  const auto& expected = meta["greedy"]["ids"];
-  for (size_t k = 0; k < expected.size(); ++k) {
-    const std::vector<float> ref_row(step_ref.begin() + k * V, step_ref.begin() + (k + 1) * V);
-    EXPECT_LE(MaxDiff(*logits, ref_row), tol) << "step " << k;
-    const int32_t next = static_cast<int32_t>(
-        std::max_element(logits->begin(), logits->end()) - logits->begin());
-    ASSERT_EQ(next, expected[k].get<int32_t>()) << "greedy step " << k;
-    const int32_t one[] = {next};
-    logits = Prefill(**model, backend, **cache, one, 1);
-    ASSERT_TRUE(logits.ok()) << logits.status().ToString();
+  if (meta.contains("greedy")) {
+    testing::ExpectCachedGreedyMatchesGolden(**model, backend, gc.dir, meta, tol);
   }
   EXPECT_TRUE(cuda::LastError().ok()) << cuda::LastError().ToString();
 }
