@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/temp_path.h"
 #include "loader/gguf_writer.h"
 
 namespace g4 {
@@ -54,7 +55,7 @@ class GgufConfigTest : public ::testing::Test {
     }
     std::vector<GgufTensorSpec> specs = {{"token_embd.weight", {64, 32}, 0}};
     if (s.rope_freqs) specs.push_back({"rope_freqs.weight", {16}, 0});
-    const std::string path = (fs::path(::testing::TempDir()) / "g4_gguf_config.gguf").string();
+    const std::string path = testing::ProcessTempPath("g4_gguf_config.gguf").string();
     const int rotated = s.rotated;
     Status w = WriteGguf(path, m, specs, [&specs, rotated](size_t i, ByteSink& sink) {
       std::vector<float> v(static_cast<size_t>(specs[i].shape[0] * (i == 0 ? 32 : 1)), 0.25f);

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "common/temp_path.h"
 #include "model/gemma4.h"
 #include "model/synthetic.h"
 #include "runtime/kv_cache/kv_cache.h"
@@ -16,7 +17,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::unique_ptr<Gemma4Model> TinyModel() {
-  const fs::path dir = fs::path(::testing::TempDir()) / "g4_batch_tiny";
+  const fs::path dir = testing::ProcessTempPath("g4_batch_tiny");
   if (!fs::exists(dir / "config.json")) {
     SyntheticOptions o;
     o.preset = "tiny";

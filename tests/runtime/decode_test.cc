@@ -5,9 +5,10 @@
 
 #include <filesystem>
 
-#include "model/gemma4.h"
 #include "common/golden_cases.h"
 #include "common/greedy_check.h"
+#include "common/temp_path.h"
+#include "model/gemma4.h"
 #include "model/synthetic.h"
 #include "runtime/prefill.h"
 
@@ -24,7 +25,7 @@ double MaxAbs(const std::vector<float>& x) {
 }
 
 std::unique_ptr<Gemma4Model> SyntheticModel(const std::string& preset) {
-  const fs::path dir = fs::path(::testing::TempDir()) / ("g4_decode_" + preset);
+  const fs::path dir = testing::ProcessTempPath("g4_decode_" + preset);
   if (!fs::exists(dir / "config.json")) {
     SyntheticOptions o;
     o.preset = preset;

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "common/temp_path.h"
 #include "model/synthetic.h"
 #include "runtime/scheduler/engine.h"
 #include "server/metrics.h"
@@ -34,7 +35,7 @@ using namespace std::chrono_literals;
 class HttpServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const fs::path dir = fs::path(::testing::TempDir()) / "g4_http_tiny";
+    const fs::path dir = testing::ProcessTempPath("g4_http_tiny");
     if (!fs::exists(dir / "config.json")) {
       SyntheticOptions o;
       o.preset = "tiny";

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "common/temp_path.h"
 #include "model/synthetic.h"
 #include "runtime/generator.h"
 #include "runtime/scheduler/engine.h"
@@ -17,7 +18,7 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 std::unique_ptr<Gemma4Model> TinyModel() {
-  const fs::path dir = fs::path(::testing::TempDir()) / "g4_engine_tiny";
+  const fs::path dir = testing::ProcessTempPath("g4_engine_tiny");
   if (!fs::exists(dir / "config.json")) {
     SyntheticOptions o;
     o.preset = "tiny";
