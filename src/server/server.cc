@@ -1,6 +1,7 @@
 #include "server/server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <chrono>
@@ -273,13 +274,17 @@ Status Server::Bind() {
   if (options_.port == 0) {
     port_ = http_->bind_to_any_port(options_.host);
     if (port_ <= 0) return IoError("cannot bind " + options_.host + " to any port");
-    return Status::Ok();
+  } else {
+    if (!http_->bind_to_port(options_.host, options_.port)) {
+      return IoError("cannot bind " + options_.host + ":" + std::to_string(options_.port) +
+                     " (in use, or not an address of this machine)");
+    }
+    port_ = options_.port;
   }
-  if (!http_->bind_to_port(options_.host, options_.port)) {
-    return IoError("cannot bind " + options_.host + ":" + std::to_string(options_.port) +
-                   " (in use, or not an address of this machine)");
+  if (!http_->SetListenBacklog(SOMAXCONN)) {
+    return IoError("cannot set the listen backlog of " + options_.host + ":" +
+                   std::to_string(port_));
   }
-  port_ = options_.port;
   return Status::Ok();
 }
 

@@ -21,11 +21,9 @@
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
 
-namespace httplib {
-class Server;
-}
-
 namespace g4 {
+
+class DeadlineHttpServer;  // server/http/deadline_server.h (keeps httplib.h out of this header)
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
@@ -73,7 +71,7 @@ class Server {
 
   ServerOptions options_;
   Metrics* metrics_;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<DeadlineHttpServer> http_;
   ServingState state_;
   std::atomic<bool> ready_{false};
   int port_ = 0;

@@ -268,6 +268,24 @@ def gguf_seeds():
     put("gguf", "v2-empty", gguf([], [], version=2))
 
 
+def http_seeds():
+    body = json.dumps({"model": "tiny", "prompt": "Hi", "max_tokens": 4}).encode()
+    post = (b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)) + body
+    get = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+    put("http_request", "post", post)
+    put("http_request", "get", get)
+    put("http_request", "keep-alive-pipelined", get + post + get)
+    put("http_request", "chunked", b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n")
+    put("http_request", "stream", b"POST /v1/stream HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}")
+    put("http_request", "expect-continue", b"POST /v1/completions HTTP/1.1\r\n"
+        b"Expect: 100-continue\r\nContent-Length: 2\r\n\r\n{}")
+    put("http_request", "half-body", b"POST /v1/completions HTTP/1.1\r\nContent-Length: 50\r\n\r\n{\"pro")
+    put("http_request", "half-header", b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Le")
+    put("http_request", "close", b"GET /health HTTP/1.1\r\nConnection: close\r\n\r\n" + get)
+
+
 def main():
     safetensors_seeds()
     index_seeds()
@@ -277,6 +295,7 @@ def main():
     openai_seeds()
     tool_call_seeds()
     gguf_seeds()
+    http_seeds()
     total = sum(os.path.getsize(os.path.join(dp, f))
                 for dp, _, fs in os.walk(CORPUS) for f in fs)
     print("corpus: %d bytes in %s" % (total, CORPUS))

@@ -4,6 +4,7 @@
 // read timeout, requests trickled past the whole-request deadline (408), keep-alive requests
 // each with their own deadline, a slow stream outliving the deadline, and shutdown with streams
 // in flight.
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -289,6 +290,47 @@ TEST_F(HttpServerTest, AStreamMayOutliveTheRequestDeadline) {
   EXPECT_GT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(kRequestTimeoutS));
   EXPECT_EQ(Count(got, "\"logprobs\":{"), 120);
   EXPECT_THAT(got, ::testing::HasSubstr("data: [DONE]"));
+}
+
+// A burst of connections must not overflow the accept queue (cpp-httplib listens with a
+// backlog of 5; the kernel then drops SYNs and clients wait seconds for the retransmission).
+// With nothing accepting yet, every one of 64 connects must complete from the queue alone.
+TEST(HttpServerBacklogTest, ABurstOfConnectsFitsTheAcceptQueue) {
+  Metrics metrics("tiny");
+  ServerOptions so;
+  so.port = 0;
+  Server server(so, &metrics);
+  ASSERT_TRUE(server.Bind().ok());  // bound and listening, but not accepting (no Start)
+  constexpr int kClients = 64;
+  std::vector<pollfd> fds;
+  for (int i = 0; i < kClients; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(server.port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const int r = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    ASSERT_TRUE(r == 0 || errno == EINPROGRESS) << errno;
+    fds.push_back({fd, POLLOUT, 0});
+  }
+  // A connect whose SYN was dropped stays pending until its retransmission (1 s later).
+  int connected = 0;
+  const auto until = std::chrono::steady_clock::now() + 500ms;
+  while (connected < kClients && std::chrono::steady_clock::now() < until) {
+    poll(fds.data(), fds.size(), 50);
+    connected = 0;
+    for (const pollfd& p : fds) {
+      int err = -1;
+      socklen_t len = sizeof err;
+      if ((p.revents & POLLOUT) && getsockopt(p.fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 &&
+          err == 0) {
+        ++connected;
+      }
+    }
+  }
+  for (const pollfd& p : fds) close(p.fd);
+  EXPECT_EQ(connected, kClients);
 }
 
 TEST_F(HttpServerTest, ShutdownEndsStreamsInFlight) {

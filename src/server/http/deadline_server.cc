@@ -21,18 +21,20 @@ microseconds Micros(time_t sec, time_t usec) {
   return std::chrono::seconds(sec) + microseconds(usec);
 }
 
-// Waits for the next request's first byte on an idle keep-alive connection. Polls in short
+// Waits for the next request's first byte on an idle keep-alive connection (at least one look,
+// so a pipelined request already there is served even with no idle time). Polls in short
 // slices so that a stopping server is noticed within one slice.
 bool WaitForRequest(int sock, const std::atomic<socket_t>& listener, microseconds idle_limit) {
   const auto until = std::chrono::steady_clock::now() + idle_limit;
   while (listener != INVALID_SOCKET) {
-    const auto left =
-        std::chrono::duration_cast<microseconds>(until - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return false;
+    const int64_t left = std::max<int64_t>(
+        0,
+        std::chrono::duration_cast<microseconds>(until - std::chrono::steady_clock::now()).count());
     pollfd p{sock, POLLIN, 0};
-    const int r = poll(&p, 1, static_cast<int>(std::min<int64_t>(100, left.count() / 1000 + 1)));
+    const int r = poll(&p, 1, static_cast<int>(std::min<int64_t>(100, (left + 999) / 1000)));
     if (r > 0) return true;
     if (r < 0 && errno != EINTR) return false;
+    if (left == 0) return false;
   }
   return false;
 }
@@ -42,6 +44,12 @@ bool WaitForRequest(int sock, const std::atomic<socket_t>& listener, microsecond
 DeadlineHttpServer::DeadlineHttpServer(std::chrono::milliseconds request_deadline,
                                        std::string timeout_response)
     : request_deadline_(request_deadline), timeout_response_(std::move(timeout_response)) {}
+
+bool DeadlineHttpServer::SetListenBacklog(int backlog) {
+  const socket_t sock = svr_sock_;
+  // listen() again on a listening socket only changes its backlog (Linux).
+  return sock != INVALID_SOCKET && ::listen(sock, backlog) == 0;
+}
 
 bool DeadlineHttpServer::process_and_close_socket(socket_t sock) {
   DeadlineSocketStream strm(sock,
