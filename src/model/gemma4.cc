@@ -15,7 +15,7 @@ namespace {
 // post-RoPE K, post-norm V; and the view the chunk attends over (the chunk itself without a
 // cache; cached history plus the chunk with one). KV-shared layers read their donor's view.
 struct LayerKv {
-  std::vector<float> k, v;    // the whole batch's rows: [R, nkv, hd]
+  Buffer<float> k, v;         // the whole batch's rows: [R, nkv, hd]
   std::vector<KvView> views;  // one per batch item
 };
 
@@ -80,6 +80,9 @@ StatusOr<std::vector<std::vector<float>>> Gemma4Model::ForwardBatch(
   const size_t B = items.size();
   if (B == 0) return InvalidArgument("empty batch");
   if (trace && B != 1) return InvalidArgument("a forward trace records a single sequence");
+  // Every activation lives in the backend's memory (a GPU's for kCuda): the host sends the ids,
+  // positions and RoPE frequencies in and takes the logits out, nothing else.
+  Memory& mem = be.memory();
 
   // Rows of every item stacked: ids and absolute positions [R]; row_begin[b] = first row of b.
   std::vector<int32_t> ids, pos;
@@ -90,6 +93,11 @@ StatusOr<std::vector<std::vector<float>>> Gemma4Model::ForwardBatch(
     if (T == 0) return InvalidArgument("empty input: at least one token id is needed");
     if (it.start_pos < 0 || (!it.cache && (it.start_pos > 0 || B > 1))) {
       return InvalidArgument("a batched or continued sequence needs its KV cache");
+    }
+    if (it.cache && &it.cache->memory() != &mem) {
+      return InvalidArgument(std::string("the KV cache is in ") + it.cache->memory().name() +
+                             " memory but the backend computes in " + mem.name() +
+                             " memory (create the cache with Backend::memory())");
     }
     if (it.start_pos + T > c.max_position_embeddings) {
       return InvalidArgument("sequence of " + std::to_string(it.start_pos + T) +
@@ -109,57 +117,87 @@ StatusOr<std::vector<std::vector<float>>> Gemma4Model::ForwardBatch(
     row_begin[b + 1] = row_begin[b] + T;
   }
   const int64_t R = row_begin[B];
+  auto rows = [](int64_t n) { return static_cast<size_t>(n); };
+
+  // The inputs in the backend's memory: ids, positions, and every layer's RoPE frequencies
+  // (inv_freq_at[l] = offset of layer l's [hd / 2] in the one upload).
+  Buffer<int32_t> d_ids(mem), d_pos(mem);
+  G4_RETURN_IF_ERROR(d_ids.Assign(ids));
+  G4_RETURN_IF_ERROR(d_pos.Assign(pos));
+  std::vector<float> inv_freq_host;
+  std::vector<size_t> inv_freq_at;
+  for (const LayerConfig& l : c.layers) {
+    const std::vector<float> f = c.InvFreq(l);
+    inv_freq_at.push_back(inv_freq_host.size());
+    inv_freq_host.insert(inv_freq_host.end(), f.begin(), f.end());
+  }
+  Buffer<float> d_inv_freq(mem);
+  G4_RETURN_IF_ERROR(d_inv_freq.Assign(inv_freq_host));
 
   // §2.1 scaled embedding. x0 = h: [R, H]
-  std::vector<float> h(static_cast<size_t>(R * H));
-  be.Embed(w.embed, ids.data(), R, static_cast<float>(std::sqrt(static_cast<double>(H))), h.data());
+  Buffer<float> h(mem);
+  G4_RETURN_IF_ERROR(h.Allocate(rows(R * H)));
+  be.Embed(w.embed, d_ids.data(), R, static_cast<float>(std::sqrt(static_cast<double>(H))),
+           h.data());
 
   // §2.2 per-layer inputs. ple: [R, L, P]
-  std::vector<float> ple;
+  Buffer<float> ple(mem);
   if (P > 0) {
-    std::vector<float> table(static_cast<size_t>(R * L * P));
-    be.Embed(w.ple_embed, ids.data(), R, static_cast<float>(std::sqrt(static_cast<double>(P))),
+    Buffer<float> table(mem);
+    G4_RETURN_IF_ERROR(table.Allocate(rows(R * L * P)));
+    G4_RETURN_IF_ERROR(ple.Allocate(table.size()));
+    be.Embed(w.ple_embed, d_ids.data(), R, static_cast<float>(std::sqrt(static_cast<double>(P))),
              table.data());
-    ple.resize(table.size());
     be.MatMul(w.ple_model_proj, h.data(), R, ple.data());
     be.Scale(ple.data(), R * L * P, static_cast<float>(1.0 / std::sqrt(static_cast<double>(H))));
     be.RmsNorm(ple.data(), w.ple_proj_norm, R * L, P, eps, ple.data());
     be.Add(ple.data(), table.data(), R * L * P, ple.data());
     be.Scale(ple.data(), R * L * P, static_cast<float>(1.0 / std::sqrt(2.0)));
   }
+  // Appends the residual stream h to trace->hidden (a copy to the host).
+  auto record_hidden = [&]() -> Status {
+    const size_t at = trace->hidden.size();
+    trace->hidden.resize(at + h.size());
+    return mem.Download(trace->hidden.data() + at, h.data(), h.bytes());
+  };
   if (trace) {
-    trace->ple = ple;
-    trace->hidden.assign(h.begin(), h.end());
+    trace->ple.resize(ple.size());
+    if (P > 0) G4_RETURN_IF_ERROR(mem.Download(trace->ple.data(), ple.data(), ple.bytes()));
+    trace->hidden.clear();
+    G4_RETURN_IF_ERROR(record_hidden());
   }
 
   // kv[layer].views[b]: what item b attends over at a layer that owns K/V (§2.5: shared layers
   // read their donor's entry).
   std::vector<LayerKv> kv(static_cast<size_t>(L));
-  std::vector<float> a(static_cast<size_t>(R * H)), o(static_cast<size_t>(R * H));
-  std::vector<float> q, attn, gate, up, g;
+  Buffer<float> a(mem), o(mem), q(mem), attn(mem), gate(mem), up(mem), g(mem);
+  G4_RETURN_IF_ERROR(a.Allocate(rows(R * H)));
+  G4_RETURN_IF_ERROR(o.Allocate(rows(R * H)));
   for (const LayerConfig& l : c.layers) {
     const LayerWeights& lw = w.layers[static_cast<size_t>(l.index)];
     const int64_t hd = l.head_dim, nq = l.n_heads, nkv = l.n_kv_heads, I = l.mlp_width;
-    const std::vector<float> inv_freq = c.InvFreq(l);
+    const float* inv_freq = d_inv_freq.data() + inv_freq_at[static_cast<size_t>(l.index)];
 
     // §2.3 attention block: h += post_attn_norm(o_proj(attend(input_norm(h))))
     be.RmsNorm(h.data(), lw.input_norm, R, H, eps, a.data());
-    q.resize(static_cast<size_t>(R * nq * hd));                      // q: [R, nq, hd]
+    G4_RETURN_IF_ERROR(q.Allocate(rows(R * nq * hd)));              // q: [R, nq, hd]
     be.MatMul(lw.q_proj, a.data(), R, q.data());
     be.RmsNorm(q.data(), lw.q_norm, R * nq, hd, eps, q.data());
-    be.Rope(q.data(), pos.data(), R, nq, hd, inv_freq.data());
+    be.Rope(q.data(), d_pos.data(), R, nq, hd, inv_freq);
     if (!l.kv_shared()) {  // §2.4: this layer owns its K/V
       LayerKv& own = kv[static_cast<size_t>(l.index)];
-      own.k.resize(static_cast<size_t>(R * nkv * hd));               // k, v: [R, nkv, hd]
-      own.v.resize(own.k.size());
+      own.k = Buffer<float>(mem);
+      own.v = Buffer<float>(mem);
+      G4_RETURN_IF_ERROR(own.k.Allocate(rows(R * nkv * hd)));       // k, v: [R, nkv, hd]
+      G4_RETURN_IF_ERROR(own.v.Allocate(own.k.size()));
       be.MatMul(lw.k_proj, a.data(), R, own.k.data());
       if (l.has_v_proj) {
         be.MatMul(lw.v_proj, a.data(), R, own.v.data());
-      } else {
-        own.v = own.k;  // attention_k_eq_v: V is the raw K projection, before k_norm and RoPE
+      } else {  // attention_k_eq_v: V is the raw K projection, before k_norm and RoPE
+        G4_RETURN_IF_ERROR(mem.Copy(own.v.data(), own.k.data(), own.k.bytes()));
       }
       be.RmsNorm(own.k.data(), lw.k_norm, R * nkv, hd, eps, own.k.data());
-      be.Rope(own.k.data(), pos.data(), R, nkv, hd, inv_freq.data());
+      be.Rope(own.k.data(), d_pos.data(), R, nkv, hd, inv_freq);
       be.RmsNorm(own.v.data(), TensorView{}, R * nkv, hd, eps, own.v.data());  // no weight
       own.views.resize(B);
       for (size_t b = 0; b < B; ++b) {
@@ -170,19 +208,19 @@ StatusOr<std::vector<std::vector<float>>> Gemma4Model::ForwardBatch(
           G4_ASSIGN_OR_RETURN(own.views[b],
                               items[b].cache->Update(l.index, k, v, pos.data() + r0, T));
         } else {
-          own.views[b] = KvView{k, v, pos.data() + r0, T};
+          own.views[b] = KvView{k, v, d_pos.data() + r0, T};
         }
       }
     }
     const std::vector<KvView>& views = kv[static_cast<size_t>(l.kv_source)].views;
-    attn.resize(q.size());                                           // attn: [R, nq, hd]
+    G4_RETURN_IF_ERROR(attn.Allocate(q.size()));                    // attn: [R, nq, hd]
     for (size_t b = 0; b < B; ++b) {
       const int64_t r0 = row_begin[b];
       AttentionArgs args;
       args.q = q.data() + r0 * nq * hd;
       args.k = views[b].k;
       args.v = views[b].v;
-      args.q_pos = pos.data() + r0;
+      args.q_pos = d_pos.data() + r0;
       args.k_pos = views[b].pos;
       args.T = row_begin[b + 1] - r0;
       args.S = views[b].S;
@@ -200,8 +238,8 @@ StatusOr<std::vector<std::vector<float>>> Gemma4Model::ForwardBatch(
 
     // MLP block: h += post_ff_norm(down(gelu(gate(x)) * up(x))), x = pre_ff_norm(h)
     be.RmsNorm(h.data(), lw.pre_ff_norm, R, H, eps, a.data());
-    gate.resize(static_cast<size_t>(R * I));                         // gate, up: [R, I]
-    up.resize(gate.size());
+    G4_RETURN_IF_ERROR(gate.Allocate(rows(R * I)));                 // gate, up: [R, I]
+    G4_RETURN_IF_ERROR(up.Allocate(gate.size()));
     be.MatMul(lw.gate_proj, a.data(), R, gate.data());
     be.MatMul(lw.up_proj, a.data(), R, up.data());
     be.GeluMul(gate.data(), up.data(), R * I, gate.data());
@@ -211,7 +249,7 @@ StatusOr<std::vector<std::vector<float>>> Gemma4Model::ForwardBatch(
 
     // PLE injection: h += post_ple_norm(ple_proj(gelu(ple_gate(h)) * ple[:, i, :]))
     if (P > 0) {
-      g.resize(static_cast<size_t>(R * P));                          // g: [R, P]
+      G4_RETURN_IF_ERROR(g.Allocate(rows(R * P)));                  // g: [R, P]
       be.MatMul(lw.ple_gate, h.data(), R, g.data());
       for (int64_t r = 0; r < R; ++r) {
         const float* ple_ri = ple.data() + (r * L + l.index) * P;
@@ -222,32 +260,40 @@ StatusOr<std::vector<std::vector<float>>> Gemma4Model::ForwardBatch(
       be.Add(h.data(), o.data(), R * H, h.data());
     }
     be.Scale(h.data(), R * H, lw.layer_scalar.at(0));  // scales the whole residual stream
-    if (trace) trace->hidden.insert(trace->hidden.end(), h.begin(), h.end());
+    if (trace) G4_RETURN_IF_ERROR(record_hidden());
   }
 
   // §2.9 final norm, tied head (unscaled embedding), softcap — for the rows that need logits,
-  // gathered so the head's weights are read once for the whole batch.
-  std::vector<int64_t> head_rows;
+  // gathered so the head's weights are read once for the whole batch (each item's rows are
+  // consecutive: one copy per item).
+  Buffer<float> y(mem);                                             // y: [N, H]
+  int64_t N = 0;
   for (size_t b = 0; b < B; ++b) {
-    const int64_t first = items[b].last_logits_only ? row_begin[b + 1] - 1 : row_begin[b];
-    for (int64_t r = first; r < row_begin[b + 1]; ++r) head_rows.push_back(r);
+    N += items[b].last_logits_only ? 1 : row_begin[b + 1] - row_begin[b];
   }
-  const int64_t N = static_cast<int64_t>(head_rows.size());
-  std::vector<float> y(static_cast<size_t>(N * H));                 // y: [N, H]
-  for (int64_t i = 0; i < N; ++i) {
-    std::copy_n(h.data() + head_rows[static_cast<size_t>(i)] * H, H, y.data() + i * H);
+  G4_RETURN_IF_ERROR(y.Allocate(rows(N * H)));
+  for (size_t b = 0, next = 0; b < B; ++b) {
+    const int64_t first = items[b].last_logits_only ? row_begin[b + 1] - 1 : row_begin[b];
+    const int64_t n = row_begin[b + 1] - first;
+    G4_RETURN_IF_ERROR(mem.Copy(y.data() + next * H, h.data() + first * H,
+                                rows(n * H) * sizeof(float)));
+    next += static_cast<size_t>(n);
   }
   be.RmsNorm(y.data(), w.final_norm, N, H, eps, y.data());
-  std::vector<float> logits(static_cast<size_t>(N * V));            // logits: [N, V]
+  Buffer<float> logits(mem);                                        // logits: [N, V]
+  G4_RETURN_IF_ERROR(logits.Allocate(rows(N * V)));
   be.MatMul(w.lm_head, y.data(), N, logits.data());
   if (c.final_logit_softcap > 0) {
     be.Softcap(logits.data(), N * V, static_cast<float>(c.final_logit_softcap));
   }
+  // The one copy out; on a device it also reports any failure of the step's kernels.
+  std::vector<float> host_logits(logits.size());
+  G4_RETURN_IF_ERROR(mem.Download(host_logits.data(), logits.data(), logits.bytes()));
   std::vector<std::vector<float>> out(B);
   int64_t next = 0;
   for (size_t b = 0; b < B; ++b) {
     const int64_t n = items[b].last_logits_only ? 1 : row_begin[b + 1] - row_begin[b];
-    out[b].assign(logits.begin() + next * V, logits.begin() + (next + n) * V);
+    out[b].assign(host_logits.begin() + next * V, host_logits.begin() + (next + n) * V);
     next += n;
   }
   return out;

@@ -37,9 +37,9 @@ OpTable MakeCpuTable() {
 }
 
 #ifdef G4_HAS_CUDA
-// Every op on the device (kernels/cuda/kernels.h); the CUDA op functions themselves send what
-// the device kernels do not define (int8 / GGUF-block weights, oversized embedding tables) to
-// the CPU kernels.
+// Every op on device pointers (kernels/cuda/kernels.h, cuda::dev); those op functions send
+// what the device kernels do not define (int8 / GGUF-block weights, oversized embedding tables)
+// to the CPU kernels through host copies.
 OpTable MakeCudaTable() {
   OpTable t;
   t.matmul = cuda::MatMul;
@@ -68,6 +68,15 @@ Status InitDevice(BackendKind kind, std::string* policy) {
   return Unavailable("--backend cuda: g4 was built without CUDA (configure with -DG4_CUDA=ON "
                      "and nvcc in /usr/local/cuda/bin)");
 #endif
+}
+
+Memory& MemoryFor(BackendKind kind, const Status& status) {
+#ifdef G4_HAS_CUDA
+  // Until the device-pointer ops land, the CUDA table stages host pointers (kernels/cuda).
+#endif
+  (void)kind;
+  (void)status;
+  return HostMemory();
 }
 
 }  // namespace
@@ -102,6 +111,7 @@ Backend::Backend(BackendKind kind, int threads)
     : kind_(kind),
       status_(InitDevice(kind, &device_policy_)),
       ops_(GetOpTable(status_.ok() ? kind : BackendKind::kCpu)),
+      memory_(MemoryFor(kind, status_)),
       pool_(kind == BackendKind::kRef ? 1 : threads) {}
 
 Backend::~Backend() {
@@ -120,8 +130,8 @@ StatusOr<std::unique_ptr<Backend>> Backend::Create(BackendKind kind, int threads
 std::string Backend::PolicyString() const {
   std::string s = std::string("backend=") + BackendName(status_.ok() ? kind_ : BackendKind::kCpu);
   if (kind_ == BackendKind::kCuda && status_.ok()) {
-    // The weights are uploaded on first use; activations are copied per op (kernels/cuda).
-    return s + " " + device_policy_ + " staging=per-op threads=" + std::to_string(pool_.size());
+    // The weights are uploaded on first use; activations and KV caches live on the device.
+    return s + " " + device_policy_ + " activations=device threads=" + std::to_string(pool_.size());
   }
   s += std::string(" isa=") + (kind_ == BackendKind::kRef ? "scalar" : cpu::TargetName());
   s += " threads=" + std::to_string(pool_.size());

@@ -14,6 +14,7 @@
 #include "ops/embed.h"
 #include "ops/gelu.h"
 #include "ops/matmul.h"
+#include "ops/memory.h"
 #include "ops/profiler.h"
 #include "ops/rms_norm.h"
 #include "ops/rope.h"
@@ -45,7 +46,9 @@ struct OpTable {
 };
 
 // The table of one backend. Ops a backend does not implement fall back to the ref kernel (the
-// CUDA table: to the CPU kernels). kCuda in a build without CUDA gives the CPU table.
+// CUDA table: to the CPU kernels). kCuda in a build without CUDA gives the CPU table. The
+// pointers the ops take live in that backend's Memory (Backend::memory()): device pointers for
+// kCuda, whose table is kernels/cuda's device-resident ops.
 const OpTable& GetOpTable(BackendKind kind);
 
 class Backend {
@@ -67,9 +70,13 @@ class Backend {
 
   BackendKind kind() const { return kind_; }
   ThreadPool& pool() { return pool_; }
+  // Where the op pointers live: activations and KV caches are allocated here (ops/memory.h).
+  // HostMemory() for ref and CPU (and for kCuda when the device is unusable); device memory for
+  // a running kCuda backend.
+  Memory& memory() const { return memory_; }
   // "backend=cpu isa=AVX2 threads=2 compute=f32": the first part of the device policy line.
   // CUDA: "backend=cuda device=NVIDIA_H200 cc=9.0 ... compute=bf16 smem_optin=227KiB
-  // w4a16_tile=... attn256=... attn512=... staging=per-op threads=16".
+  // w4a16_tile=... attn256=... attn512=... activations=device threads=16".
   std::string PolicyString() const;
 
   // Times every op call into `profiler` while it is enabled; nullptr detaches. The profiler
@@ -122,6 +129,7 @@ class Backend {
   std::string device_policy_;  // kCuda: DevicePolicy::ToString(); before status_ (filled by it)
   Status status_;
   const OpTable& ops_;
+  Memory& memory_;
   ThreadPool pool_;
   OpProfiler* profiler_ = nullptr;
 };

@@ -31,7 +31,7 @@ StatusOr<GenerationResult> Generate(const Gemma4Model& model, Backend& backend,
                            std::to_string(context) + " tokens");
   }
   G4_ASSIGN_OR_RETURN(std::unique_ptr<SequenceKvCache> cache,
-                      SequenceKvCache::Create(c, static_cast<int>(context)));
+                      SequenceKvCache::Create(c, static_cast<int>(context), backend.memory()));
   if (cb.on_info) cb.on_info(cache->Describe());
 
   G4_ASSIGN_OR_RETURN(std::vector<float> logits,

@@ -36,7 +36,7 @@ inline void ExpectCachedGreedyMatchesGolden(const Gemma4Model& model, Backend& b
   const int64_t V = model.config().vocab_size;
   const std::vector<float> step_ref = ReadF32File(dir + "/greedy_logits.f32");
   const std::vector<int32_t> prompt = ReadIds(dir + "/input_ids.json");
-  auto cache = SequenceKvCache::Create(model.config(), 256);
+  auto cache = SequenceKvCache::Create(model.config(), 256, backend.memory());
   ASSERT_TRUE(cache.ok());
   auto logits = Prefill(model, backend, **cache, prompt, 5);
   ASSERT_TRUE(logits.ok()) << logits.status().ToString();

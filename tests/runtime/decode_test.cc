@@ -7,6 +7,7 @@
 
 #include "common/golden_cases.h"
 #include "common/greedy_check.h"
+#include "common/protected_memory.h"
 #include "common/temp_path.h"
 #include "model/gemma4.h"
 #include "model/synthetic.h"
@@ -86,6 +87,25 @@ TEST(GoldenGreedyTest, CachedGreedyContinuationsMatch) {
     const double tol = meta["tolerance"]["fp32_engine"]["max_abs_diff"].get<double>();
     testing::ExpectCachedGreedyMatchesGolden(**model, backend, gc.dir, meta, tol);
   }
+}
+
+// A cache in another memory than the backend's would hand the ops pointers they cannot read
+// (host pointers to a GPU kernel, device pointers to a CPU kernel): refused, naming both.
+TEST(PrefillTest, CacheInAnotherMemoryThanTheBackendsIsRefused) {
+  auto model = SyntheticModel("tiny");
+  ASSERT_NE(model, nullptr);
+  Backend backend(BackendKind::kCpu, 1);
+  testing::ProtectedMemory device;
+  auto cache = SequenceKvCache::Create(model->config(), 16, device);
+  ASSERT_TRUE(cache.ok());
+  auto r = Prefill(*model, backend, **cache, Prompt(3, 512));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("KV cache is in protected memory but the backend "
+                                      "computes in host memory"),
+            std::string::npos)
+      << r.status().message();
+  EXPECT_EQ((*cache)->size(), 0);
 }
 
 TEST(PrefillTest, PromptPastTheContextIsRefusedBeforeAnyWork) {

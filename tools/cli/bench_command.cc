@@ -198,7 +198,7 @@ StatusOr<RunResult> RunOnce(const Gemma4Model& m, Backend& be, const std::vector
   const ModelConfig& c = m.config();
   const int context = std::min<int>(static_cast<int>(prompt.size()) + decode + 1,
                                     c.max_position_embeddings);
-  G4_ASSIGN_OR_RETURN(std::unique_ptr<SequenceKvCache> cache, SequenceKvCache::Create(c, context));
+  G4_ASSIGN_OR_RETURN(std::unique_ptr<SequenceKvCache> cache, SequenceKvCache::Create(c, context, be.memory()));
   RunResult r;
   const auto t0 = Clock::now();
   G4_ASSIGN_OR_RETURN(std::vector<float> logits, Prefill(m, be, *cache, prompt, chunk));

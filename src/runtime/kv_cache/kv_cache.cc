@@ -6,6 +6,7 @@ namespace g4 {
 
 StatusOr<std::unique_ptr<SequenceKvCache>> SequenceKvCache::Create(const ModelConfig& c,
                                                                    int max_context,
+                                                                   Memory& memory,
                                                                    int block_size) {
   if (max_context <= 0 || max_context > c.max_position_embeddings) {
     return InvalidArgument("context " + std::to_string(max_context) + " must be in [1, " +
@@ -14,6 +15,7 @@ StatusOr<std::unique_ptr<SequenceKvCache>> SequenceKvCache::Create(const ModelCo
   }
   if (block_size <= 0) return InvalidArgument("KV block size must be > 0");
   std::unique_ptr<SequenceKvCache> cache(new SequenceKvCache());
+  cache->memory_ = &memory;
   cache->max_context_ = max_context;
   cache->num_layers_ = c.num_layers;
   cache->window_ = c.sliding_window;
@@ -24,11 +26,11 @@ StatusOr<std::unique_ptr<SequenceKvCache>> SequenceKvCache::Create(const ModelCo
     const size_t row_bytes = static_cast<size_t>(l.n_kv_heads) * l.head_dim * sizeof(float) * 2;
     auto& slot = cache->layers_[static_cast<size_t>(l.index)];
     if (l.sliding()) {
-      slot.emplace<RingKvCache>(c.sliding_window, l.n_kv_heads, l.head_dim);
+      slot.emplace<RingKvCache>(c.sliding_window, l.n_kv_heads, l.head_dim, memory);
       cache->ring_bytes_ += row_bytes * static_cast<size_t>(c.sliding_window);
       ++cache->num_rings_;
     } else {
-      slot.emplace<BlockKvCache>(l.n_kv_heads, l.head_dim, block_size, max_context);
+      slot.emplace<BlockKvCache>(l.n_kv_heads, l.head_dim, block_size, max_context, memory);
       cache->bytes_per_token_ += row_bytes;
     }
   }

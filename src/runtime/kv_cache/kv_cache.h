@@ -21,9 +21,14 @@ class SequenceKvCache : public KvStore {
   static constexpr int kDefaultBlockSize = 256;
 
   // max_context: most positions the sequence may hold (<= max_position_embeddings).
+  // memory: where the K/V live, the backend's (Backend::memory()) for the forward pass to
+  // accept the cache. Rings are allocated on their first write, blocks as the sequence grows.
   static StatusOr<std::unique_ptr<SequenceKvCache>> Create(const ModelConfig& config,
                                                            int max_context,
+                                                           Memory& memory = HostMemory(),
                                                            int block_size = kDefaultBlockSize);
+
+  Memory& memory() const override { return *memory_; }
 
   StatusOr<KvView> Update(int layer, const float* k, const float* v, const int32_t* pos,
                           int64_t C) override;
@@ -48,6 +53,7 @@ class SequenceKvCache : public KvStore {
  private:
   SequenceKvCache() = default;
 
+  Memory* memory_ = &HostMemory();
   int max_context_ = 0;
   int32_t size_ = 0;
   int num_layers_ = 0, num_cached_layers_ = 0, num_rings_ = 0, window_ = 0;

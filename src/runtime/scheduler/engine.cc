@@ -76,7 +76,7 @@ Status Engine::Warmup() {
   std::vector<int32_t> prompt(static_cast<size_t>(std::max(1, prefill)), c.bos_id);
   std::vector<Gemma4Model::BatchItem> items;
   for (int b = 0; b < options_.max_batch; ++b) {
-    G4_ASSIGN_OR_RETURN(auto cache, SequenceKvCache::Create(c, options_.ctx_size));
+    G4_ASSIGN_OR_RETURN(auto cache, SequenceKvCache::Create(c, options_.ctx_size, backend_.memory()));
     caches.push_back(std::move(cache));
     const size_t n = b == 0 ? prompt.size() : 1;  // one prefill chunk, the rest one token
     items.push_back({std::span<const int32_t>(prompt.data(), n), 0, caches.back().get(), true});
@@ -219,7 +219,8 @@ void Engine::Admit(std::deque<std::pair<EngineRequest, std::shared_ptr<RequestHa
     a->arrival = Clock::now();
     const int64_t want = static_cast<int64_t>(req.prompt.size()) + req.options.max_tokens;
     auto cache = SequenceKvCache::Create(model_.config(),
-                                         static_cast<int>(std::min<int64_t>(want, options_.ctx_size)));
+                                         static_cast<int>(std::min<int64_t>(want, options_.ctx_size)),
+                                         backend_.memory());
     if (!cache.ok()) {
       RequestEvent ev;
       ev.kind = RequestEvent::Kind::kFinished;
