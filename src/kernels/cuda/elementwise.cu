@@ -1,5 +1,5 @@
-// CUDA Add / Scale (ops/elementwise.h), staged through host memory (kernels.h). out may alias a
-// or b: the kernels read both inputs before writing, element by element.
+// CUDA Add / Scale (ops/elementwise.h) on device pointers. out may alias a or b: the kernels
+// read both inputs before writing, element by element.
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/load.cuh"
 #include "kernels/cuda/staging.h"
@@ -23,27 +23,21 @@ __global__ void ScaleKernel(float* x, int64_t n, float s) {
 
 }  // namespace
 
+namespace dev {
+
 void Add(ThreadPool&, const float* a, const float* b, int64_t n, float* out) {
   using namespace staging;
-  if (n <= 0) return;
-  const size_t bytes = static_cast<size_t>(n) * sizeof(float);
-  float* da = ScratchF(0, n);
-  float* db = ScratchF(1, n);
-  if (da == nullptr || db == nullptr || !ToDevice(da, a, bytes) || !ToDevice(db, b, bytes)) {
-    return FillNaN(out, n);
-  }
-  AddKernel<<<GridFor(n, 256), 256, 0, Stream()>>>(da, db, n, da);
-  if (!Sync("add") || !ToHost(out, da, bytes)) FillNaN(out, n);
+  if (n <= 0 || !Ready()) return;
+  AddKernel<<<GridFor(n, 256), 256, 0, Stream()>>>(a, b, n, out);
+  Launched("add");
 }
 
 void Scale(ThreadPool&, float* x, int64_t n, float s) {
   using namespace staging;
-  if (n <= 0) return;
-  const size_t bytes = static_cast<size_t>(n) * sizeof(float);
-  float* dx = ScratchF(0, n);
-  if (dx == nullptr || !ToDevice(dx, x, bytes)) return FillNaN(x, n);
-  ScaleKernel<<<GridFor(n, 256), 256, 0, Stream()>>>(dx, n, s);
-  if (!Sync("scale") || !ToHost(x, dx, bytes)) FillNaN(x, n);
+  if (n <= 0 || !Ready()) return;
+  ScaleKernel<<<GridFor(n, 256), 256, 0, Stream()>>>(x, n, s);
+  Launched("scale");
 }
 
+}  // namespace dev
 }  // namespace g4::cuda

@@ -3,7 +3,7 @@
 // would only cost memory). Tables larger than a quarter of device memory stay in host memory and
 // are gathered by the CPU kernel: Gemma 4 E2B's per-layer-embedding table is 4.7 GB in bf16, which
 // a 16 GB T4 should not spend on a gather of T rows; an H200 uploads it. Quantized tables are
-// gathered on the host too. Staged through host memory (kernels.h).
+// gathered on the host too: the ids are copied to the host and the rows back (kernels.h).
 #include "kernels/cpu/kernels.h"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/load.cuh"
@@ -30,35 +30,38 @@ bool EmbedOnDevice(const TensorView& table) {
   return static_cast<int64_t>(table.nbytes()) <= budget;
 }
 
+namespace dev {
+
 void Embed(ThreadPool& pool, const TensorView& table, const int32_t* ids, int64_t T, float scale,
            float* out) {
   using namespace staging;
-  if (T <= 0) return;
+  if (T <= 0 || !Ready()) return;
   const int64_t D = table.dim(1), n = T * D;
-  if (!Ready()) return FillNaN(out, n);
   if (!EmbedOnDevice(table)) {
+    // The ids come to the host, the rows go back: T ids and T * D floats, not the table.
+    auto* hids = HostScratchOf<int32_t>(0, T);
+    float* hout = HostScratchOf<float>(1, n);
+    if (!ToHost(hids, ids, static_cast<size_t>(T) * sizeof(int32_t))) return;
     // The CPU kernel covers float and GGUF-block tables; int4/int8 groups only the ref's at().
     if (table.quantized() && !IsGgufBlock(table.quant.kind)) {
-      return ref::Embed(pool, table, ids, T, scale, out);
+      ref::Embed(pool, table, hids, T, scale, hout);
+    } else {
+      cpu::Embed(pool, table, hids, T, scale, hout);
     }
-    return cpu::Embed(pool, table, ids, T, scale, out);
+    ToDevice(out, hout, static_cast<size_t>(n) * sizeof(float));
+    return;
   }
   const TensorView* dt = DeviceWeight(table, /*convert_to_compute=*/false);
-  auto* dids = static_cast<int32_t*>(Scratch(1, static_cast<size_t>(T) * sizeof(int32_t)));
-  float* dout = ScratchF(0, n);
-  if (dt == nullptr || dids == nullptr || dout == nullptr ||
-      !ToDevice(dids, ids, static_cast<size_t>(T) * sizeof(int32_t))) {
-    return FillNaN(out, n);
-  }
+  if (dt == nullptr) return;
   const unsigned blocks = static_cast<unsigned>(T);
+  cudaStream_t s = Stream();
   switch (table.dtype) {
-    case DType::kF32: EmbedKernel<ElemType::kF32><<<blocks, 256>>>(dt->data, dids, D, scale, dout); break;
-    case DType::kBF16: EmbedKernel<ElemType::kBF16><<<blocks, 256>>>(dt->data, dids, D, scale, dout); break;
-    default: EmbedKernel<ElemType::kF16><<<blocks, 256>>>(dt->data, dids, D, scale, dout); break;
+    case DType::kF32: EmbedKernel<ElemType::kF32><<<blocks, 256, 0, s>>>(dt->data, ids, D, scale, out); break;
+    case DType::kBF16: EmbedKernel<ElemType::kBF16><<<blocks, 256, 0, s>>>(dt->data, ids, D, scale, out); break;
+    default: EmbedKernel<ElemType::kF16><<<blocks, 256, 0, s>>>(dt->data, ids, D, scale, out); break;
   }
-  if (!Sync("embed") || !ToHost(out, dout, static_cast<size_t>(n) * sizeof(float))) {
-    FillNaN(out, n);
-  }
+  Launched("embed");
 }
 
+}  // namespace dev
 }  // namespace g4::cuda

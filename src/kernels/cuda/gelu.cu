@@ -1,5 +1,5 @@
 // CUDA GeluMul (ops/gelu.h): out = gelu_tanh(gate) * up in f32 with tanhf (the tanh form, as HF
-// gelu_pytorch_tanh), staged through host memory (kernels.h). out may alias gate or up.
+// gelu_pytorch_tanh), on device pointers. out may alias gate or up (elementwise).
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/load.cuh"
 #include "kernels/cuda/staging.h"
@@ -19,17 +19,14 @@ __global__ void GeluMulKernel(const float* gate, const float* up, int64_t n, flo
 
 }  // namespace
 
+namespace dev {
+
 void GeluMul(ThreadPool&, const float* gate, const float* up, int64_t n, float* out) {
   using namespace staging;
-  if (n <= 0) return;
-  const size_t bytes = static_cast<size_t>(n) * sizeof(float);
-  float* dg = ScratchF(0, n);
-  float* du = ScratchF(1, n);
-  if (dg == nullptr || du == nullptr || !ToDevice(dg, gate, bytes) || !ToDevice(du, up, bytes)) {
-    return FillNaN(out, n);
-  }
-  GeluMulKernel<<<GridFor(n, 256), 256, 0, Stream()>>>(dg, du, n, dg);
-  if (!Sync("gelu_mul") || !ToHost(out, dg, bytes)) FillNaN(out, n);
+  if (n <= 0 || !Ready()) return;
+  GeluMulKernel<<<GridFor(n, 256), 256, 0, Stream()>>>(gate, up, n, out);
+  Launched("gelu_mul");
 }
 
+}  // namespace dev
 }  // namespace g4::cuda

@@ -1,20 +1,29 @@
 // The CUDA backend's op functions, with exactly the signatures and contracts of ops/*.h, so
 // ops/backend.cc puts them in an OpTable like the ref and CPU kernels. No CUDA headers here.
 //
-// Staging (this first backend): the model calls ops with HOST f32 pointers, so every op
-//   - uploads its weights ONCE, on first use, into a device cache keyed by the host pointer
-//     (staging.h): float matmul weights are converted to the policy's compute dtype there
-//     (bf16 -> f16 on SM 7.x), f32 stays f32, int4 W4A16 rows + scales are uploaded as stored;
-//   - copies its activations host -> device, runs the kernel, copies the result back.
-// This is correct but slow: every op pays two PCIe copies and a synchronization. The next step
-// is device-resident activations and KV cache, with the decode step captured in a CUDA graph
-// per batch bucket. Ops the device kernels do not cover (int8 / GGUF-block matmul weights,
-// embedding tables larger than a quarter of device memory, e.g. the per-layer-embedding table
-// on a 16 GB card) and attention with a head_dim that is not a multiple of 32 (small test
-// models) run on the CPU kernels, on the host copies.
+// Two sets of the same nine ops:
+//   - cuda::dev (the kCuda Backend's table): every float / int32 pointer (x, y, out, ids,
+//     positions, inv_freq, AttentionArgs q/k/v/q_pos/k_pos/out) is DeviceMemory(). The ops launch
+//     on one stream and return without synchronizing; a CUDA failure is recorded once
+//     (LastError, logged), later ops do nothing, and it surfaces at the next
+//     DeviceMemory().Download. Ops the device kernels do not define (int8 / GGUF-block matmul
+//     weights, embedding tables EmbedOnDevice refuses, attention with a head_dim that is not a
+//     multiple of 32: small test models) copy their device inputs to host scratch, run the CPU
+//     kernel and upload the result, so they work, slowly.
+//   - cuda:: (host pointers, for tests and tools): each uploads its inputs into device scratch,
+//     runs the cuda::dev op, synchronizes and copies the result back; after a CUDA failure its
+//     outputs are NaN, so a broken device never yields plausible-looking numbers.
+// Weights (TensorViews) are HOST tensors in both: each is uploaded ONCE, on first use, into a
+// device cache keyed by its host pointer (staging.h): float matmul weights converted to the
+// policy's compute dtype there (bf16 -> f16 on SM 7.x), f32 stays f32, int4 W4A16 rows + scales
+// as stored.
 //
-// A CUDA failure inside an op is recorded once (LastError), logged, and the op's outputs are
-// filled with NaN, so a broken device never yields plausible-looking numbers.
+// The weight-cache contract: a weight's host memory must not be freed and reused for another
+// tensor while the cache may still hold it. The cache checks dtype, shape and byte size at that
+// address, never the bytes (that would cost every op a pass over samples of its weights), so
+// call ReleaseDeviceMemory() between a tensor's death and the reuse of its memory: a Backend
+// does at its end, so a model must outlive the Backends that ran it; tests do at the end of a
+// case (or iteration) that frees its tensors.
 #pragma once
 
 #include <string>
@@ -31,6 +40,11 @@
 #include "ops/rope.h"
 #include "ops/softcap.h"
 
+namespace g4 {
+// ops/memory.h, not included: it needs C++20 (std::span) and the .cu files are C++17.
+class Memory;
+}  // namespace g4
+
 namespace g4::cuda {
 
 // Selects device `ordinal`, chooses its policy (policy.h) and makes it the one the ops use.
@@ -38,10 +52,17 @@ namespace g4::cuda {
 // Idempotent for the same ordinal. The op functions call Init(0) themselves when nobody did.
 StatusOr<DevicePolicy> Init(int ordinal = 0);
 // Frees every cached weight and scratch buffer (a Backend's end; tests between cases, since a
-// freed host buffer's address may be reused by a different tensor).
+// freed host buffer's address may be reused by a different tensor: see the contract above).
+// DeviceMemory() allocations are their owners' and stay.
 void ReleaseDeviceMemory();
 // The first CUDA failure seen by an op since Init, or OK.
 Status LastError();
+// Device memory of device 0 (initialized on first use): cudaMalloc / cudaFree; Upload and
+// Download synchronous, Download after the ops queued before it (returning their failure);
+// Copy (device to device) queued on the ops' stream. Alloc gives nullptr without a device or
+// when the device is out of memory (which does not fail the device); every other method
+// returns LastError() once the device failed.
+Memory& DeviceMemory();
 // Bytes of weights held in the device cache.
 int64_t CachedWeightBytes();
 
@@ -65,5 +86,21 @@ void Embed(ThreadPool& pool, const TensorView& table, const int32_t* ids, int64_
 bool EmbedOnDevice(const TensorView& table);
 void Add(ThreadPool& pool, const float* a, const float* b, int64_t n, float* out);
 void Scale(ThreadPool& pool, float* x, int64_t n, float s);
+
+// The same ops on DeviceMemory() pointers (see the file comment): the kCuda op table.
+namespace dev {
+void MatMul(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y);
+void RmsNorm(ThreadPool& pool, const float* x, const TensorView& w, int64_t R, int64_t D, float eps,
+             float* out);
+void Rope(ThreadPool& pool, float* x, const int32_t* positions, int64_t T, int64_t H, int64_t D,
+          const float* inv_freq);
+void Attention(ThreadPool& pool, const AttentionArgs& a);
+void GeluMul(ThreadPool& pool, const float* gate, const float* up, int64_t n, float* out);
+void Softcap(ThreadPool& pool, float* x, int64_t n, float cap);
+void Embed(ThreadPool& pool, const TensorView& table, const int32_t* ids, int64_t T, float scale,
+           float* out);
+void Add(ThreadPool& pool, const float* a, const float* b, int64_t n, float* out);
+void Scale(ThreadPool& pool, float* x, int64_t n, float s);
+}  // namespace dev
 
 }  // namespace g4::cuda

@@ -1,7 +1,7 @@
 // CUDA RmsNorm (ops/rms_norm.h): y = x / sqrt(mean(x^2) + eps) * w, one block per row, the sum
 // of squares reduced in f32 (warp shuffles, then across warps in shared memory). w is F32/BF16/
-// F16 as stored (uploaded once, not converted: norms are tiny) or empty (no weight). Staged
-// through host memory (kernels.h); x and out may alias.
+// F16 as stored (uploaded once, not converted: norms are tiny) or empty (no weight). x and out
+// (device pointers) may alias: each thread reads its elements before writing them.
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/load.cuh"
 #include "kernels/cuda/staging.h"
@@ -32,30 +32,30 @@ __global__ void RmsNormKernel(const float* x, const void* w, int64_t D, float ep
 
 }  // namespace
 
+namespace dev {
+
 void RmsNorm(ThreadPool&, const float* x, const TensorView& w, int64_t R, int64_t D, float eps,
              float* out) {
   using namespace staging;
-  if (R <= 0 || D <= 0) return;
-  const int64_t n = R * D;
-  const size_t bytes = static_cast<size_t>(n) * sizeof(float);
+  if (R <= 0 || D <= 0 || !Ready()) return;
   const void* dw = nullptr;
   if (!w.empty()) {
     const TensorView* cached = DeviceWeight(w, /*convert_to_compute=*/false);
-    if (cached == nullptr) return FillNaN(out, n);
+    if (cached == nullptr) return;
     dw = cached->data;
   }
-  float* dx = ScratchF(0, n);
-  if (dx == nullptr || !ToDevice(dx, x, bytes)) return FillNaN(out, n);
   const unsigned rows = static_cast<unsigned>(R);
+  cudaStream_t s = Stream();
   switch (w.empty() ? DType::kF32 : w.dtype) {
-    case DType::kF32: RmsNormKernel<ElemType::kF32><<<rows, kThreads>>>(dx, dw, D, eps, dx); break;
-    case DType::kBF16: RmsNormKernel<ElemType::kBF16><<<rows, kThreads>>>(dx, dw, D, eps, dx); break;
-    case DType::kF16: RmsNormKernel<ElemType::kF16><<<rows, kThreads>>>(dx, dw, D, eps, dx); break;
+    case DType::kF32: RmsNormKernel<ElemType::kF32><<<rows, kThreads, 0, s>>>(x, dw, D, eps, out); break;
+    case DType::kBF16: RmsNormKernel<ElemType::kBF16><<<rows, kThreads, 0, s>>>(x, dw, D, eps, out); break;
+    case DType::kF16: RmsNormKernel<ElemType::kF16><<<rows, kThreads, 0, s>>>(x, dw, D, eps, out); break;
     default:
       Ok(InvalidArgument(std::string("rms_norm weight dtype ") + DTypeName(w.dtype)), "rms_norm");
-      return FillNaN(out, n);
+      return;
   }
-  if (!Sync("rms_norm") || !ToHost(out, dx, bytes)) FillNaN(out, n);
+  Launched("rms_norm");
 }
 
+}  // namespace dev
 }  // namespace g4::cuda

@@ -3,7 +3,7 @@
 // inv_freq (zeros leave the unrotated pairs as they are), which the model computes once.
 // One thread per (token, pair) computes the angle pos * inv_freq[j] and its sine and cosine in
 // f64, as the reference does (positions reach 1e5+ radians, where f32 angles lose ~0.01 rad),
-// then rotates that pair in every head. Staged through host memory (kernels.h).
+// then rotates that pair in every head. x, positions and inv_freq are device pointers.
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/load.cuh"
 #include "kernels/cuda/staging.h"
@@ -31,22 +31,16 @@ __global__ void RopeKernel(float* x, const int32_t* positions, const float* inv_
 
 }  // namespace
 
+namespace dev {
+
 void Rope(ThreadPool&, float* x, const int32_t* positions, int64_t T, int64_t H, int64_t D,
           const float* inv_freq) {
   using namespace staging;
-  if (T <= 0 || H <= 0 || D < 2) return;
-  const int64_t n = T * H * D, half = D / 2;
-  const size_t bytes = static_cast<size_t>(n) * sizeof(float);
-  float* dx = ScratchF(0, n);
-  auto* dpos = static_cast<int32_t*>(Scratch(1, static_cast<size_t>(T) * sizeof(int32_t)));
-  float* dfreq = ScratchF(2, half);
-  if (dx == nullptr || dpos == nullptr || dfreq == nullptr || !ToDevice(dx, x, bytes) ||
-      !ToDevice(dpos, positions, static_cast<size_t>(T) * sizeof(int32_t)) ||
-      !ToDevice(dfreq, inv_freq, static_cast<size_t>(half) * sizeof(float))) {
-    return FillNaN(x, n);
-  }
-  RopeKernel<<<GridFor(T * half, 128), 128, 0, Stream()>>>(dx, dpos, dfreq, T, H, D);
-  if (!Sync("rope") || !ToHost(x, dx, bytes)) FillNaN(x, n);
+  if (T <= 0 || H <= 0 || D < 2 || !Ready()) return;
+  const int64_t half = D / 2;
+  RopeKernel<<<GridFor(T * half, 128), 128, 0, Stream()>>>(x, positions, inv_freq, T, H, D);
+  Launched("rope");
 }
 
+}  // namespace dev
 }  // namespace g4::cuda

@@ -1,5 +1,4 @@
-// CUDA Softcap (ops/softcap.h): x = cap * tanh(x / cap) in place, f32, staged through host
-// memory (kernels.h).
+// CUDA Softcap (ops/softcap.h): x = cap * tanh(x / cap) in place, f32, on a device pointer.
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/load.cuh"
 #include "kernels/cuda/staging.h"
@@ -16,14 +15,14 @@ __global__ void SoftcapKernel(float* x, int64_t n, float cap, float inv_cap) {
 
 }  // namespace
 
+namespace dev {
+
 void Softcap(ThreadPool&, float* x, int64_t n, float cap) {
   using namespace staging;
-  if (n <= 0) return;
-  const size_t bytes = static_cast<size_t>(n) * sizeof(float);
-  float* dx = ScratchF(0, n);
-  if (dx == nullptr || !ToDevice(dx, x, bytes)) return FillNaN(x, n);
-  SoftcapKernel<<<GridFor(n, 256), 256, 0, Stream()>>>(dx, n, cap, 1.0f / cap);
-  if (!Sync("softcap") || !ToHost(x, dx, bytes)) FillNaN(x, n);
+  if (n <= 0 || !Ready()) return;
+  SoftcapKernel<<<GridFor(n, 256), 256, 0, Stream()>>>(x, n, cap, 1.0f / cap);
+  Launched("softcap");
 }
 
+}  // namespace dev
 }  // namespace g4::cuda

@@ -1,77 +1,132 @@
-// The host-pointer MatMul and Attention of the CUDA backend (kernels.h): the staging around the
-// device kernels of matmul.h, matmul_quant.h and attention.h. Weights come from the device cache
-// (uploaded once; float weights in the policy's compute dtype), activations are copied in and
-// the result copied back. Weights the device kernels do not define (int8 groups, GGUF blocks:
-// e.g. g4's int8-per-row LM head) run on the CPU kernel, on the host copy; so does attention
-// with a head_dim the device kernel does not define (not a multiple of 32: small test models;
-// Gemma 4's 256 and 512 run on the device).
-#include "kernels/cpu/kernels.h"
-#include "kernels/cuda/attention.h"
+// The host-pointer op functions of kernels.h (cuda::MatMul etc.), for tests and tools: each
+// copies its inputs into device scratch (staging.h), runs the cuda::dev op on them, waits, and
+// copies the result back; after any CUDA failure the outputs are NaN. Aliased host arguments
+// (x == out) stay aliased on the device, so the dev ops' in-place paths are the ones run.
+#include <cstddef>
+#include <cstdint>
+
 #include "kernels/cuda/kernels.h"
-#include "kernels/cuda/matmul.h"
-#include "kernels/cuda/matmul_quant.h"
 #include "kernels/cuda/staging.h"
 
 namespace g4::cuda {
+namespace {
 
-bool MatMulOnDevice(const TensorView& w) {
-  return !w.quantized() || w.quant.kind == QuantKind::kInt4Group;
+using namespace staging;
+
+// Device scratch `slot` holding a copy of host [0, n); nullptr after a failure.
+template <typename T>
+T* Staged(int slot, const T* host, int64_t n) {
+  const size_t bytes = static_cast<size_t>(n) * sizeof(T);
+  auto* d = static_cast<T*>(Scratch(slot, bytes));
+  if (d == nullptr || !ToDevice(d, host, bytes)) return nullptr;
+  return d;
 }
+
+// Waits for the op and copies device [0, n) back to `host`: NaN there when `dev` is null (a
+// failed staging) or anything failed.
+void Finish(const float* dev, float* host, int64_t n, const char* what) {
+  if (dev == nullptr || !Sync(what) ||
+      !ToHost(host, dev, static_cast<size_t>(n) * sizeof(float))) {
+    FillNaN(host, n);
+  }
+}
+
+}  // namespace
 
 void MatMul(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y) {
-  using namespace staging;
-  const int64_t N = w.dim(0), K = w.dim(1);
   if (T <= 0) return;
+  const int64_t N = w.dim(0), K = w.dim(1);
   if (!Ready()) return FillNaN(y, T * N);
-  if (!MatMulOnDevice(w)) return cpu::MatMul(pool, w, x, T, y);
-  const TensorView* dw = DeviceWeight(w, /*convert_to_compute=*/true);
-  float* dx = ScratchF(0, T * K);
-  float* dy = ScratchF(1, T * N);
-  if (dw == nullptr || dx == nullptr || dy == nullptr ||
-      !ToDevice(dx, x, static_cast<size_t>(T * K) * sizeof(float))) {
-    return FillNaN(y, T * N);
-  }
-  const Status s = w.quantized() ? MatMulInt4Device(*dw, dx, T, dy, Limits(), Stream())
-                                 : MatMulDevice(*dw, dx, T, dy, Limits(), Stream());
-  if (!Ok(s, "matmul") || !Sync("matmul") ||
-      !ToHost(y, dy, static_cast<size_t>(T * N) * sizeof(float))) {
-    FillNaN(y, T * N);
-  }
+  float* dx = Staged(0, x, T * K);
+  float* dy = dx != nullptr ? ScratchF(1, T * N) : nullptr;
+  if (dy != nullptr) dev::MatMul(pool, w, dx, T, dy);
+  Finish(dy, y, T * N, "matmul");
 }
 
-bool AttentionOnDevice(int64_t head_dim) {
-  return head_dim > 0 && head_dim % 32 == 0 && head_dim <= kAttentionMaxHeadDim;
+void RmsNorm(ThreadPool& pool, const float* x, const TensorView& w, int64_t R, int64_t D, float eps,
+             float* out) {
+  if (R <= 0 || D <= 0) return;
+  const int64_t n = R * D;
+  if (!Ready()) return FillNaN(out, n);
+  float* dx = Staged(0, x, n);
+  float* dout = dx == nullptr ? nullptr : out == x ? dx : ScratchF(1, n);
+  if (dout != nullptr) dev::RmsNorm(pool, dx, w, R, D, eps, dout);
+  Finish(dout, out, n, "rms_norm");
+}
+
+void Rope(ThreadPool& pool, float* x, const int32_t* positions, int64_t T, int64_t H, int64_t D,
+          const float* inv_freq) {
+  if (T <= 0 || H <= 0 || D < 2) return;
+  const int64_t n = T * H * D;
+  if (!Ready()) return FillNaN(x, n);
+  float* dx = Staged(0, x, n);
+  int32_t* dpos = dx != nullptr ? Staged(1, positions, T) : nullptr;
+  float* dfreq = dpos != nullptr ? Staged(2, inv_freq, D / 2) : nullptr;
+  if (dfreq != nullptr) dev::Rope(pool, dx, dpos, T, H, D, dfreq);
+  Finish(dfreq != nullptr ? dx : nullptr, x, n, "rope");
 }
 
 void Attention(ThreadPool& pool, const AttentionArgs& a) {
-  using namespace staging;
-  const int64_t q_n = a.T * a.n_heads * a.head_dim, kv_n = a.S * a.n_kv_heads * a.head_dim;
   if (a.T <= 0) return;
+  const int64_t q_n = a.T * a.n_heads * a.head_dim, kv_n = a.S * a.n_kv_heads * a.head_dim;
   if (!Ready()) return FillNaN(a.out, q_n);
-  if (!AttentionOnDevice(a.head_dim)) return cpu::Attention(pool, a);
   AttentionArgs d = a;
-  d.q = ScratchF(0, q_n);
-  d.k = ScratchF(1, kv_n);
-  d.v = ScratchF(2, kv_n);
-  auto* q_pos = static_cast<int32_t*>(Scratch(3, static_cast<size_t>(a.T) * sizeof(int32_t)));
-  auto* k_pos = static_cast<int32_t*>(Scratch(4, static_cast<size_t>(a.S) * sizeof(int32_t)));
-  d.out = ScratchF(5, q_n);
-  d.q_pos = q_pos;
-  d.k_pos = k_pos;
-  const size_t fq = static_cast<size_t>(q_n) * sizeof(float);
-  const size_t fkv = static_cast<size_t>(kv_n) * sizeof(float);
-  if (d.q == nullptr || d.k == nullptr || d.v == nullptr || q_pos == nullptr ||
-      k_pos == nullptr || d.out == nullptr || !ToDevice(const_cast<float*>(d.q), a.q, fq) ||
-      !ToDevice(const_cast<float*>(d.k), a.k, fkv) ||
-      !ToDevice(const_cast<float*>(d.v), a.v, fkv) ||
-      !ToDevice(q_pos, a.q_pos, static_cast<size_t>(a.T) * sizeof(int32_t)) ||
-      !ToDevice(k_pos, a.k_pos, static_cast<size_t>(a.S) * sizeof(int32_t))) {
-    return FillNaN(a.out, q_n);
-  }
-  if (!Ok(AttentionDevice(d, Limits(), Stream()), "attention") || !Sync("attention") ||
-      !ToHost(a.out, d.out, fq)) {
-    FillNaN(a.out, q_n);
-  }
+  float* q = Staged(0, a.q, q_n);
+  float* k = q != nullptr ? Staged(1, a.k, kv_n) : nullptr;
+  float* v = k != nullptr ? Staged(2, a.v, kv_n) : nullptr;
+  int32_t* q_pos = v != nullptr ? Staged(3, a.q_pos, a.T) : nullptr;
+  int32_t* k_pos = q_pos != nullptr ? Staged(4, a.k_pos, a.S) : nullptr;
+  d.out = k_pos != nullptr ? ScratchF(5, q_n) : nullptr;
+  d.q = q, d.k = k, d.v = v, d.q_pos = q_pos, d.k_pos = k_pos;
+  if (d.out != nullptr) dev::Attention(pool, d);
+  Finish(d.out, a.out, q_n, "attention");
+}
+
+void GeluMul(ThreadPool& pool, const float* gate, const float* up, int64_t n, float* out) {
+  if (n <= 0) return;
+  if (!Ready()) return FillNaN(out, n);
+  float* dg = Staged(0, gate, n);
+  float* du = dg == nullptr ? nullptr : up == gate ? dg : Staged(1, up, n);
+  float* dout = du == nullptr ? nullptr : out == gate ? dg : out == up ? du : ScratchF(2, n);
+  if (dout != nullptr) dev::GeluMul(pool, dg, du, n, dout);
+  Finish(dout, out, n, "gelu_mul");
+}
+
+void Softcap(ThreadPool& pool, float* x, int64_t n, float cap) {
+  if (n <= 0) return;
+  if (!Ready()) return FillNaN(x, n);
+  float* dx = Staged(0, x, n);
+  if (dx != nullptr) dev::Softcap(pool, dx, n, cap);
+  Finish(dx, x, n, "softcap");
+}
+
+void Embed(ThreadPool& pool, const TensorView& table, const int32_t* ids, int64_t T, float scale,
+           float* out) {
+  if (T <= 0) return;
+  const int64_t n = T * table.dim(1);
+  if (!Ready()) return FillNaN(out, n);
+  int32_t* dids = Staged(0, ids, T);
+  float* dout = dids != nullptr ? ScratchF(1, n) : nullptr;
+  if (dout != nullptr) dev::Embed(pool, table, dids, T, scale, dout);
+  Finish(dout, out, n, "embed");
+}
+
+void Add(ThreadPool& pool, const float* a, const float* b, int64_t n, float* out) {
+  if (n <= 0) return;
+  if (!Ready()) return FillNaN(out, n);
+  float* da = Staged(0, a, n);
+  float* db = da == nullptr ? nullptr : b == a ? da : Staged(1, b, n);
+  float* dout = db == nullptr ? nullptr : out == a ? da : out == b ? db : ScratchF(2, n);
+  if (dout != nullptr) dev::Add(pool, da, db, n, dout);
+  Finish(dout, out, n, "add");
+}
+
+void Scale(ThreadPool& pool, float* x, int64_t n, float s) {
+  if (n <= 0) return;
+  if (!Ready()) return FillNaN(x, n);
+  float* dx = Staged(0, x, n);
+  if (dx != nullptr) dev::Scale(pool, dx, n, s);
+  Finish(dx, x, n, "scale");
 }
 
 }  // namespace g4::cuda

@@ -1,7 +1,8 @@
-// The device state behind the host-pointer op functions (kernels.h): the chosen device and
-// policy, grow-only scratch buffers for activations, the weight cache, and the sticky error.
-// Internal to src/kernels/cuda. One Backend drives it from one thread at a time (as the CPU
-// backend's pool); the weight cache is locked anyway, it is cheap next to a copy.
+// The device state behind the op functions (kernels.h): the chosen device and policy, the
+// weight cache, the sticky error, grow-only device scratch buffers for the staged (host-pointer)
+// wrappers and host scratch buffers for the ops that fall back to the CPU kernels. Internal to
+// src/kernels/cuda. One Backend drives it from one thread at a time (as the CPU backend's pool);
+// the weight cache is locked anyway (an uncontended lock, no device work).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -28,26 +29,39 @@ bool Ok(cudaError_t e, const char* what);
 bool Ok(const Status& s, const char* what);
 bool Failed();
 
-// Scratch buffer `slot` (0..kSlots-1) with room for at least `bytes`; nullptr after a failure.
+// Device scratch buffer `slot` (0..kSlots-1) with room for at least `bytes`; nullptr after a
+// failure. Only the staged wrappers (staged_ops.cc) use these: the cuda::dev ops never do, so a
+// wrapper can hand its scratch buffers to them.
 inline constexpr int kSlots = 8;
 void* Scratch(int slot, size_t bytes);
 inline float* ScratchF(int slot, int64_t n) {
   return static_cast<float*>(Scratch(slot, static_cast<size_t>(n) * sizeof(float)));
 }
-// Synchronous copies on Stream(); false after a failure.
+// Host buffer `slot` (0..kSlots-1, per thread, grow-only) with room for `bytes`: the host
+// copies of device inputs for an op the device kernels do not define.
+void* HostScratch(int slot, size_t bytes);
+template <typename T>
+T* HostScratchOf(int slot, int64_t n) {
+  return static_cast<T*>(HostScratch(slot, static_cast<size_t>(n) * sizeof(T)));
+}
+// Synchronous copies on Stream() (ToHost waits for the kernels queued before it); false after a
+// failure.
 bool ToDevice(void* dst, const void* src, size_t bytes);
 bool ToHost(void* dst, const void* src, size_t bytes);
 // Waits for Stream() and checks the kernels launched on it.
 bool Sync(const char* what);
+// Checks the launches since the last check without waiting (cudaGetLastError): what a cuda::dev
+// op calls after its launches, so a bad launch is recorded and named by its op.
+bool Launched(const char* what);
 
 // The device copy of weight `w` (a view whose data / scales are device pointers), uploaded on
-// first use; keyed by the host pointer, and uploaded anew when dtype, shape or a sampled
-// fingerprint of the bytes differ (a new tensor in a freed buffer). convert_to_compute: bf16
-// weights become f16 where the policy computes in f16 (SM 7.x); everything else (f32, f16,
-// quantized) is uploaded as stored. nullptr on failure.
+// first use; keyed by the host pointer, and uploaded anew when dtype, shape or byte size differ.
+// The bytes are never looked at: a new tensor at a freed address needs ReleaseDeviceMemory
+// between (kernels.h). convert_to_compute: bf16 weights become f16 where the policy computes in
+// f16 (SM 7.x); everything else (f32, f16, quantized) is uploaded as stored. nullptr on failure.
 const TensorView* DeviceWeight(const TensorView& w, bool convert_to_compute);
 
-// NaN into out[0, n): what an op writes when the device failed.
+// NaN into host out[0, n): what a staged wrapper writes when the device failed.
 void FillNaN(float* out, int64_t n);
 
 }  // namespace g4::cuda::staging

@@ -1,12 +1,15 @@
 // Backend with kCuda (ops/backend.h): "cuda" parses; without a usable device (or in a build
 // without CUDA) the Backend says why through status() / Create and its ops are the CPU ones;
-// with a device, the policy line states the device decision. Runs on every machine.
+// with a device, the policy line states the device decision and the ops run on the backend's
+// device memory. Runs on every machine.
 #include "ops/backend.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
+
+#include "ops/memory.h"
 
 #ifdef G4_HAS_CUDA
 #include "kernels/cuda/device.h"
@@ -37,6 +40,7 @@ void ExpectUnavailable(Backend& be, const std::string& why) {
   auto created = Backend::Create(BackendKind::kCuda, 1);
   ASSERT_FALSE(created.ok());
   EXPECT_EQ(created.status().message(), be.status().message());
+  EXPECT_FALSE(be.memory().is_device());  // host memory: the CPU ops run on it
   std::vector<float> a = {1.5f, -2.0f, 3.25f}, b = {0.5f, 2.0f, 1.0f}, out(3);
   be.Add(a.data(), b.data(), 3, out.data());
   EXPECT_EQ(out, (std::vector<float>{2.0f, 0.0f, 4.25f}));
@@ -63,8 +67,19 @@ TEST(CudaBackendTest, ReportsWhyCudaCannotRunOrStatesTheDevicePolicy) {
       << p;
   EXPECT_TRUE(Contains(p, " smem_optin=")) << p;
   EXPECT_TRUE(Contains(p, " w4a16_tile=")) << p;
-  std::vector<float> a = {1.5f, -2.0f, 3.25f}, b = {0.5f, 2.0f, 1.0f}, out(3);
-  be.Add(a.data(), b.data(), 3, out.data());
+  // The ops take pointers in the backend's memory: the device's.
+  Memory& m = be.memory();
+  EXPECT_TRUE(m.is_device());
+  EXPECT_STREQ(m.name(), "cuda");
+  const std::vector<float> a = {1.5f, -2.0f, 3.25f}, b = {0.5f, 2.0f, 1.0f};
+  Buffer<float> da(m), db(m), dout(m);
+  ASSERT_TRUE(da.Assign(a).ok());
+  ASSERT_TRUE(db.Assign(b).ok());
+  ASSERT_TRUE(dout.Allocate(3).ok());
+  be.Add(da.data(), db.data(), 3, dout.data());
+  std::vector<float> out(3);
+  const Status s = m.Download(out.data(), dout.data(), dout.bytes());
+  ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(out, (std::vector<float>{2.0f, 0.0f, 4.25f}));
 #endif
 }

@@ -20,6 +20,8 @@ class CudaOpTest : public ::testing::Test {
     policy_ = *p;
     ReleaseDeviceMemory();  // no weights cached at addresses an earlier test freed
   }
+  // The weight cache never looks at bytes (kernels.h): a case that frees a weight and makes
+  // another in a loop calls ReleaseDeviceMemory() between; every case ends with one here.
   void TearDown() override {
     if (IsSkipped()) return;
     EXPECT_TRUE(LastError().ok()) << LastError().ToString();

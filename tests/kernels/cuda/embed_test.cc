@@ -41,6 +41,7 @@ TEST_F(CudaEmbedTest, MatchesRefExactlyForEveryFloatDType) {
           ref::Embed(pool_, table.view(), ids.data(), T, scale, ref.data());
           Embed(pool_, table.view(), ids.data(), T, scale, out.data());
           EXPECT_EQ(out, ref);
+          ReleaseDeviceMemory();  // table dies here: the next may reuse its address (kernels.h)
         }
       }
     }

@@ -1,7 +1,8 @@
-// The staging around the heavy device kernels (kernels/cuda/staged_ops.cc): cuda::MatMul with
-// host pointers for F32/BF16/F16 and int4-group weights (uploaded once, converted to the
-// compute dtype), an int8 weight sent to the CPU kernel, and cuda::Attention with host pointers,
-// all against the ref kernels on odd shapes. Matmul tolerance: 1e-5 of sum_k |x_k w_nk| (f32
+// The host-pointer wrappers around the heavy ops (kernels/cuda/staged_ops.cc over the cuda::dev
+// ops of device_ops.cc): cuda::MatMul with host pointers for F32/BF16/F16 and int4-group weights
+// (uploaded once, converted to the compute dtype), an int8 weight sent to the CPU kernel (the
+// dev op's host fallback), and cuda::Attention with host pointers, all against the ref kernels
+// on odd shapes. Matmul tolerance: 1e-5 of sum_k |x_k w_nk| (f32
 // accumulation vs f64); attention: 1e-5 absolute (values in [-1, 1]).
 #include <cmath>
 #include <vector>

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs the WHOLE CUDA backend end to end on the CPU emulation (cuda_runtime.h here), for machines
-# without a GPU: every src/kernels/cuda/*.cu rewritten by xform.py, staging.cc, staged_ops.cc,
-# device.cc, policy.cc and tiles.cc, and src/ops/*.cc built with G4_HAS_CUDA so Backend(kCuda)
-# gets the CUDA op table, linked with the rest of the library from a CPU build. Runs every
+# without a GPU: every src/kernels/cuda/*.cu rewritten by xform.py, every src/kernels/cuda/*.cc
+# and src/ops/*.cc built with G4_HAS_CUDA so Backend(kCuda) gets the CUDA op table (cuda::dev)
+# and DeviceMemory(), linked with the rest of the library from a CPU build. Runs every
 # tests/kernels/cuda/*_test.cc, the kCuda golden model tests (tests/model/golden_test.cc:
 # logits and hidden states against the reference) and emu_decode_test.cc (cached decode on the
 # CUDA backend: greedy continuations and chunked prefill == full forward), once per card.

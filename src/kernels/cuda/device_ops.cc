@@ -1,0 +1,83 @@
+// The device-pointer MatMul and Attention of the CUDA backend (kernels.h, cuda::dev) around the
+// device kernels of matmul.h, matmul_quant.h and attention.h: weights come from the device cache
+// (uploaded once; float weights in the policy's compute dtype), activations are device pointers,
+// nothing synchronizes. Weights the device kernels do not define (int8 groups, GGUF blocks:
+// e.g. g4's int8-per-row LM head) and attention with a head_dim the device kernel does not
+// define (not a multiple of 32: small test models; Gemma 4's 256 and 512 run on the device) run
+// the CPU kernel on host copies of the inputs, and the result is uploaded.
+#include "kernels/cpu/kernels.h"
+#include "kernels/cuda/attention.h"
+#include "kernels/cuda/kernels.h"
+#include "kernels/cuda/matmul.h"
+#include "kernels/cuda/matmul_quant.h"
+#include "kernels/cuda/staging.h"
+
+namespace g4::cuda {
+
+bool MatMulOnDevice(const TensorView& w) {
+  return !w.quantized() || w.quant.kind == QuantKind::kInt4Group;
+}
+
+bool AttentionOnDevice(int64_t head_dim) {
+  return head_dim > 0 && head_dim % 32 == 0 && head_dim <= kAttentionMaxHeadDim;
+}
+
+namespace dev {
+namespace {
+
+// y = x @ w^T on the CPU kernel, through host copies of x and y.
+void MatMulOnHost(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y) {
+  using namespace staging;
+  const int64_t N = w.dim(0), K = w.dim(1);
+  float* hx = HostScratchOf<float>(0, T * K);
+  float* hy = HostScratchOf<float>(1, T * N);
+  if (!ToHost(hx, x, static_cast<size_t>(T * K) * sizeof(float))) return;
+  cpu::MatMul(pool, w, hx, T, hy);
+  ToDevice(y, hy, static_cast<size_t>(T * N) * sizeof(float));
+}
+
+// Attention on the CPU kernel, through host copies of q, k, v, the positions and out.
+void AttentionOnHost(ThreadPool& pool, const AttentionArgs& a) {
+  using namespace staging;
+  const int64_t q_n = a.T * a.n_heads * a.head_dim, kv_n = a.S * a.n_kv_heads * a.head_dim;
+  AttentionArgs h = a;
+  float* q = HostScratchOf<float>(0, q_n);
+  float* k = HostScratchOf<float>(1, kv_n);
+  float* v = HostScratchOf<float>(2, kv_n);
+  auto* q_pos = HostScratchOf<int32_t>(3, a.T);
+  auto* k_pos = HostScratchOf<int32_t>(4, a.S);
+  h.out = HostScratchOf<float>(5, q_n);
+  const size_t fq = static_cast<size_t>(q_n) * sizeof(float);
+  const size_t fkv = static_cast<size_t>(kv_n) * sizeof(float);
+  if (!ToHost(q, a.q, fq) || !ToHost(k, a.k, fkv) || !ToHost(v, a.v, fkv) ||
+      !ToHost(q_pos, a.q_pos, static_cast<size_t>(a.T) * sizeof(int32_t)) ||
+      !ToHost(k_pos, a.k_pos, static_cast<size_t>(a.S) * sizeof(int32_t))) {
+    return;
+  }
+  h.q = q, h.k = k, h.v = v, h.q_pos = q_pos, h.k_pos = k_pos;
+  cpu::Attention(pool, h);
+  ToDevice(a.out, h.out, fq);
+}
+
+}  // namespace
+
+void MatMul(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y) {
+  using namespace staging;
+  if (T <= 0 || !Ready()) return;
+  if (!MatMulOnDevice(w)) return MatMulOnHost(pool, w, x, T, y);
+  const TensorView* dw = DeviceWeight(w, /*convert_to_compute=*/true);
+  if (dw == nullptr) return;
+  Ok(w.quantized() ? MatMulInt4Device(*dw, x, T, y, Limits(), Stream())
+                   : MatMulDevice(*dw, x, T, y, Limits(), Stream()),
+     "matmul");
+}
+
+void Attention(ThreadPool& pool, const AttentionArgs& a) {
+  using namespace staging;
+  if (a.T <= 0 || !Ready()) return;
+  if (!AttentionOnDevice(a.head_dim)) return AttentionOnHost(pool, a);
+  Ok(AttentionDevice(a, Limits(), Stream()), "attention");
+}
+
+}  // namespace dev
+}  // namespace g4::cuda
