@@ -35,13 +35,21 @@ void SendJson(httplib::Response& res, const ojson& body) {
   res.set_content(openai::Dump(body), "application/json");
 }
 
+// The options with every timeout at least one second (0 or less would mean "never wait").
+ServerOptions ClampTimeouts(ServerOptions o) {
+  o.request_timeout_s = std::max(1, o.request_timeout_s);
+  o.read_timeout_s = std::max(1, o.read_timeout_s);
+  o.write_timeout_s = std::max(1, o.write_timeout_s);
+  return o;
+}
+
 // The whole reply to a request that did not arrive in time (sent by the connection's stream,
-// outside httplib's routing, hence complete with its status line).
+// outside httplib's routing, hence complete with its status line). `o`: clamped.
 std::string TimeoutResponse(const ServerOptions& o) {
   const std::string body = openai::ToJsonString(openai::MakeError(
       408, "The request did not arrive in time: its line, headers and body must arrive within " +
-               std::to_string(std::max(1, o.request_timeout_s)) + " s, with no pause over " +
-               std::to_string(std::max(1, o.read_timeout_s)) + " s."));
+               std::to_string(o.request_timeout_s) + " s, with no pause over " +
+               std::to_string(o.read_timeout_s) + " s."));
   return "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nContent-Length: " +
          std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
 }
@@ -252,18 +260,18 @@ class Generation {
 }  // namespace
 
 Server::Server(ServerOptions options, Metrics* metrics)
-    : options_(std::move(options)),
+    : options_(ClampTimeouts(std::move(options))),
       metrics_(metrics),
-      http_(std::make_unique<DeadlineHttpServer>(
-          std::chrono::seconds(std::max(1, options_.request_timeout_s)), TimeoutResponse(options_))) {
+      http_(std::make_unique<DeadlineHttpServer>(std::chrono::seconds(options_.request_timeout_s),
+                                                 TimeoutResponse(options_))) {
   const size_t max_threads = static_cast<size_t>(std::max(8, options_.max_http_threads));
   http_->new_task_queue = [max_threads] { return new ElasticTaskQueue(4, max_threads); };
   http_->set_tcp_nodelay(true);  // without it every SSE chunk can sit ~40 ms (Nagle)
   http_->set_keep_alive_max_count(1000);
   // Idle keep-alive connections hold an HTTP thread, and Stop() waits for them: keep it short.
   http_->set_keep_alive_timeout(5);
-  http_->set_read_timeout(std::max(1, options_.read_timeout_s), 0);
-  http_->set_write_timeout(std::max(1, options_.write_timeout_s), 0);
+  http_->set_read_timeout(options_.read_timeout_s, 0);
+  http_->set_write_timeout(options_.write_timeout_s, 0);
   http_->set_payload_max_length(options_.max_body_bytes);
   Routes();
 }
