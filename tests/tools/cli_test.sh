@@ -34,6 +34,14 @@ grep -q "$TMP/none" "$TMP/bad" || fail "missing-model message does not name the 
 if "$G4" logits --model "$TMP/m" --ids 2 --backend gpu >/dev/null 2>"$TMP/bad"; then fail "unknown backend accepted"; fi
 grep -q "unknown backend 'gpu'" "$TMP/bad" || fail "backend message: $(cat "$TMP/bad")"
 
+# bench --batch decodes several sequences per step and reports it.
+"$G4" bench --model "$TMP/m" --contexts 6 --decode 3 --batch 3 --threads 1 --bandwidth-mib 8 \
+  --json "$TMP/bench.json" >"$TMP/bench.out" 2>"$TMP/bench.err" || fail "bench --batch 3: $(cat "$TMP/bench.err")"
+grep -q '"batch": 3' "$TMP/bench.json" || fail "bench JSON has no batch 3"
+grep -q "^batch 3: " "$TMP/bench.out" || fail "bench table does not say batch 3: $(cat "$TMP/bench.out")"
+if "$G4" bench --model "$TMP/m" --batch 0 >/dev/null 2>"$TMP/bad"; then fail "bench --batch 0 accepted"; fi
+grep -q "batch in \[1, 256\]" "$TMP/bad" || fail "bench --batch 0 message: $(cat "$TMP/bad")"
+
 # The policy comes before the model: with a model path that does not exist, each model command's
 # first stderr line is the policy and the load error (naming the path) comes after it.
 for cmd in "logits --ids 2" "generate --ids 2" "run --prompt hi" "bench --contexts 8" "serve --port 0"; do

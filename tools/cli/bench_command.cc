@@ -9,7 +9,10 @@
 // table). Prefill is also given as GFLOP/s and percent of the measured f32 FMA peak. Prints a
 // table (stdout) and optionally JSON (--json); the device policy and the git commit head both.
 // --profile adds the per-category decode breakdown (profile_report.h); --head-error measures the
-// logits error of the quantized LM head copies against the bf16 head.
+// logits error of the quantized LM head copies against the bf16 head. --batch N decodes N
+// sequences together (each prefilled with the prompt, then one batched forward per step):
+// decode tok/s counts every sequence's tokens, and %roofline compares the step rate with the
+// rate at which the weights can be read once per step.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -49,15 +52,15 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
 
 struct BenchArgs {
   std::string model_dir, backend = "cpu", contexts = "41,521,2057", json_path, head = "auto";
-  int decode = 64, repeat = 1, threads = 0, prefill_chunk = kDefaultPrefillChunk;
+  int decode = 64, repeat = 1, threads = 0, prefill_chunk = kDefaultPrefillChunk, batch = 1;
   bool profile = false, head_error = false;
   double bandwidth_mib = 1024;
 };
 
-// One prefill + decode run.
+// One prefill + decode run of `batch` sequences.
 struct RunResult {
   double prefill_s = 0, decode_s = 0, sampling_s = 0;
-  int64_t steps = 0;
+  int64_t steps = 0;           // decode forwards, each of `batch` tokens
   std::vector<double> step_s;  // each decode forward
   double decode_cpu_s = 0;     // process CPU time (user + sys) over the decode steps
 };
@@ -193,24 +196,36 @@ double KvBytesPerToken(const ModelConfig& c, int context) {
   return b;
 }
 
+// Prefills `batch` sequences with `prompt` (one after another), then runs `decode` greedy steps
+// with all of them in each forward, as the server's continuous batching does.
 StatusOr<RunResult> RunOnce(const Gemma4Model& m, Backend& be, const std::vector<int32_t>& prompt,
-                            int decode, int chunk, OpProfiler* profiler) {
+                            int decode, int chunk, int batch, OpProfiler* profiler) {
   const ModelConfig& c = m.config();
   const int context = std::min<int>(static_cast<int>(prompt.size()) + decode + 1,
                                     c.max_position_embeddings);
-  G4_ASSIGN_OR_RETURN(std::unique_ptr<SequenceKvCache> cache, SequenceKvCache::Create(c, context, be.memory()));
+  const size_t B = static_cast<size_t>(batch);
+  std::vector<std::unique_ptr<SequenceKvCache>> caches(B);
+  std::vector<std::vector<float>> logits(B);
   RunResult r;
   const auto t0 = Clock::now();
-  G4_ASSIGN_OR_RETURN(std::vector<float> logits, Prefill(m, be, *cache, prompt, chunk));
+  for (size_t b = 0; b < B; ++b) {
+    G4_ASSIGN_OR_RETURN(caches[b], SequenceKvCache::Create(c, context, be.memory()));
+    G4_ASSIGN_OR_RETURN(logits[b], Prefill(m, be, *caches[b], prompt, chunk));
+  }
   r.prefill_s = Seconds(t0, Clock::now());
   if (profiler) profiler->set_enabled(true);
   const double cpu0 = ProcessCpuSeconds();
-  for (int k = 0; k < decode && cache->size() < cache->max_context(); ++k) {
+  std::vector<int32_t> next(B);
+  std::vector<Gemma4Model::BatchItem> items(B);
+  for (int k = 0; k < decode && caches[0]->size() < caches[0]->max_context(); ++k) {
     const auto ts = Clock::now();
-    const int32_t one[] = {Argmax(logits)};
+    for (size_t b = 0; b < B; ++b) {
+      next[b] = Argmax(logits[b]);
+      items[b] = {std::span<const int32_t>(&next[b], 1), caches[b]->size(), caches[b].get(), true};
+    }
     const auto tf = Clock::now();
     r.sampling_s += Seconds(ts, tf);
-    G4_ASSIGN_OR_RETURN(logits, Prefill(m, be, *cache, one, 1));
+    G4_ASSIGN_OR_RETURN(logits, m.ForwardBatch(be, items));
     const double step = Seconds(tf, Clock::now());
     r.decode_s += step;
     r.step_s.push_back(step);
@@ -218,7 +233,7 @@ StatusOr<RunResult> RunOnce(const Gemma4Model& m, Backend& be, const std::vector
   }
   r.decode_cpu_s = ProcessCpuSeconds() - cpu0;
   const auto ts = Clock::now();
-  (void)Argmax(logits);  // the token after the last step
+  for (const std::vector<float>& l : logits) (void)Argmax(l);  // the tokens after the last step
   r.sampling_s += Seconds(ts, Clock::now());
   if (profiler) profiler->set_enabled(false);
   return r;
@@ -295,7 +310,9 @@ int Run(const BenchArgs& a) {
   if (!contexts.ok()) return fail(contexts.status());
   auto head = ParseHeadMode(a.head);
   if (!head.ok()) return fail(head.status());
-  if (a.decode < 0 || a.repeat < 1) return fail(InvalidArgument("--decode must be >= 0, --repeat >= 1"));
+  if (a.decode < 0 || a.repeat < 1 || a.batch < 1 || a.batch > 256) {
+    return fail(InvalidArgument("--decode must be >= 0, --repeat >= 1, --batch in [1, 256]"));
+  }
   SetDefaultHeadMode(*head);
   auto backend = OpenBackend(a.backend, a.threads);  // first: its policy line, a device error
   if (!backend.ok()) return fail(backend.status());
@@ -346,7 +363,7 @@ int Run(const BenchArgs& a) {
 
   // Warm-up (untimed): faults in every weight page and sizes the kernels' scratch buffers.
   {
-    auto warm = RunOnce(model, be, PromptIds(c, 8, 1), 2, a.prefill_chunk, nullptr);
+    auto warm = RunOnce(model, be, PromptIds(c, 8, 1), 2, a.prefill_chunk, a.batch, nullptr);
     if (!warm.ok()) return fail(warm.status());
   }
 
@@ -367,11 +384,13 @@ int Run(const BenchArgs& a) {
     std::vector<double> prefill, decode, e2e, steps;
     RunResult sum;
     for (int r = 0; r < a.repeat; ++r) {
-      auto res = RunOnce(model, be, prompt, a.decode, a.prefill_chunk, a.profile ? &profiler : nullptr);
+      auto res = RunOnce(model, be, prompt, a.decode, a.prefill_chunk, a.batch,
+                         a.profile ? &profiler : nullptr);
       if (!res.ok()) return fail(res.status());
-      prefill.push_back(ctx / res->prefill_s);
-      decode.push_back(res->steps > 0 ? res->steps / res->decode_s : 0.0);
-      e2e.push_back((res->steps + 1) / (res->prefill_s + res->decode_s + res->sampling_s));
+      const double B = a.batch;  // tokens per decode step
+      prefill.push_back(B * ctx / res->prefill_s);
+      decode.push_back(res->steps > 0 ? B * res->steps / res->decode_s : 0.0);
+      e2e.push_back(B * (res->steps + 1) / (res->prefill_s + res->decode_s + res->sampling_s));
       sum.decode_s += res->decode_s;
       sum.sampling_s += res->sampling_s;
       sum.steps += res->steps;
@@ -383,7 +402,7 @@ int Run(const BenchArgs& a) {
     Row row{ctx,
             Median(prefill),
             Median(decode),
-            median_step > 0 ? 1.0 / median_step : 0.0,
+            median_step > 0 ? a.batch / median_step : 0.0,
             Median(e2e),
             Median(prefill) * flops / 1e9,
             KvBytesPerToken(c, ctx),
@@ -430,14 +449,19 @@ int Run(const BenchArgs& a) {
               *std::max_element(bw_samples.begin(), bw_samples.end()) / 1e9, roofline);
   std::printf("f32 FMA peak %.1f GFLOP/s (all threads measured %.1f, one thread %.1f)\n",
               fma_peak / 1e9, fma_all / 1e9, fma_one / 1e9);
-  std::printf("load average %.2f before, %.2f after (other processes on this machine)\n\n",
+  std::printf("load average %.2f before, %.2f after (other processes on this machine)\n",
               load_before, LoadAverage());
+  if (a.batch > 1) {
+    std::printf("batch %d: t/s count all %d sequences' tokens; %%roofline = steps/s over the rate "
+                "of one weight read per step\n", a.batch, a.batch);
+  }
+  std::printf("\n");
   std::printf("%8s %12s %9s %10s %11s %10s %12s %8s %9s %8s\n", "context", "prefill t/s",
               "GFLOP/s", "%FMApeak", "decode t/s", "%roofline", "median-step", "cpu%", "e2e t/s",
               "KV MB/t");
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
-    const double pct_roof = 100.0 * r.decode / roofline;
+    const double pct_roof = 100.0 * r.decode / a.batch / roofline;
     const double pct_fma = 100.0 * r.prefill_gflops * 1e9 / fma_peak;
     std::printf("%8d %12.2f %9.1f %9.1f%% %11.2f %9.1f%% %12.2f %7.0f%% %9.2f %8.1f\n", r.context,
                 r.prefill, r.prefill_gflops, pct_fma, r.decode, pct_roof, r.decode_median,
@@ -482,6 +506,7 @@ int Run(const BenchArgs& a) {
   out["peak_resident_bytes"] = peak;
   out["mapped_bytes"] = model.mapped_bytes();
   out["decode_steps"] = a.decode;
+  out["batch"] = a.batch;
   out["repeat"] = a.repeat;
   out["runs"] = runs;
 
@@ -510,6 +535,7 @@ RunFn AddBenchCommand(CLI::App& app) {
   sub->add_option("--contexts", a->contexts, "Prompt lengths, comma-separated (41,521,2057)");
   sub->add_option("--decode", a->decode, "Decode steps after each prompt (64)");
   sub->add_option("--repeat", a->repeat, "Runs per prompt length; medians are reported (1)");
+  sub->add_option("--batch", a->batch, "Sequences decoded together in each step (1)");
   sub->add_option("--json", a->json_path, "Also write the results as JSON here");
   sub->add_option("--head", a->head, "LM head: auto (q8 for quantized checkpoints), bf16, q8, q4");
   sub->add_option("--prefill-chunk", a->prefill_chunk, "Prompt tokens per prefill step (512)");
