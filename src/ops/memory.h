@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <span>
 #include <string>
 #include <utility>
@@ -36,6 +38,42 @@ class Memory {
 
 // malloc + memcpy: the memory of the ref and CPU backends, and of KV caches made without one.
 Memory& HostMemory();
+
+// Keeps freed blocks of `inner` for reuse by an allocation of the same size (rounded up to 256
+// bytes), because a device's own allocator is slow and its free synchronizes the device: a
+// decode step allocates the same buffers every time, so after the first step it allocates
+// nothing. At most `max_cached_bytes` are kept; an allocation `inner` refuses releases them
+// all and tries once more. Thread-safe.
+class CachingMemory final : public Memory {
+ public:
+  explicit CachingMemory(Memory& inner, size_t max_cached_bytes = size_t{512} << 20);
+  ~CachingMemory() override { ReleaseCached(); }
+
+  const char* name() const override { return inner_.name(); }
+  bool is_device() const override { return inner_.is_device(); }
+  void* Alloc(size_t bytes) override;
+  void Free(void* p) override;
+  Status Upload(void* dst, const void* src, size_t n) override { return inner_.Upload(dst, src, n); }
+  Status Download(void* dst, const void* src, size_t n) override {
+    return inner_.Download(dst, src, n);
+  }
+  Status Copy(void* dst, const void* src, size_t n) override { return inner_.Copy(dst, src, n); }
+
+  // Frees every kept block to `inner`.
+  void ReleaseCached();
+  size_t cached_bytes() const;
+  // Calls of inner.Alloc so far: for tests.
+  int64_t inner_allocations() const;
+
+ private:
+  Memory& inner_;
+  const size_t max_cached_;
+  mutable std::mutex mu_;
+  std::map<void*, size_t> live_;            // block -> its rounded size
+  std::multimap<size_t, void*> free_;       // rounded size -> kept block
+  size_t cached_ = 0;
+  int64_t inner_allocations_ = 0;
+};
 
 // A grow-only array of T in a Memory: Allocate(n) makes room for n elements, so a forward pass
 // reuses one allocation per buffer across layers whose shapes differ (head dims 256 and 512).

@@ -94,5 +94,49 @@ TEST(MemoryTest, ExhaustedMemoryIsAnErrorNamingTheBytesAndTheMemory) {
   EXPECT_EQ(m.live, 0);
 }
 
+TEST(CachingMemoryTest, ASecondStepOfTheSameShapesAllocatesNothing) {
+  LimitedMemory inner(1 << 20);
+  CachingMemory m(inner);
+  EXPECT_STREQ(m.name(), "limited");
+  auto step = [&m] {
+    Buffer<float> a(m), b(m), c(m);
+    ASSERT_TRUE(a.Allocate(100).ok());
+    ASSERT_TRUE(b.Allocate(1000).ok());
+    ASSERT_TRUE(c.Allocate(100).ok());  // two blocks of one size live at once
+    const std::vector<float> v(100, 2.5f);
+    ASSERT_TRUE(m.Upload(a.data(), v.data(), 400).ok());
+    ASSERT_TRUE(m.Copy(c.data(), a.data(), 400).ok());
+    std::vector<float> back(100);
+    ASSERT_TRUE(m.Download(back.data(), c.data(), 400).ok());
+    EXPECT_EQ(back, v);
+  };
+  step();
+  EXPECT_EQ(m.inner_allocations(), 3);
+  EXPECT_EQ(m.cached_bytes(), 512u + 512 + 4096);  // rounded up to 256 bytes
+  step();
+  step();
+  EXPECT_EQ(m.inner_allocations(), 3);
+  EXPECT_EQ(inner.live, 3);
+  m.ReleaseCached();
+  EXPECT_EQ(inner.live, 0);
+  EXPECT_EQ(m.cached_bytes(), 0u);
+}
+
+TEST(CachingMemoryTest, KeepsAtMostItsCapAndRetriesAfterReleasingWhenInnerRefuses) {
+  LimitedMemory inner(4096);
+  CachingMemory m(inner, /*max_cached_bytes=*/1024);
+  void* big = m.Alloc(2048);
+  void* small = m.Alloc(512);
+  ASSERT_NE(big, nullptr);
+  ASSERT_NE(small, nullptr);
+  m.Free(big);  // over the cap: returned to inner at once
+  m.Free(small);
+  EXPECT_EQ(m.cached_bytes(), 512u);
+  EXPECT_EQ(inner.live, 1);
+  EXPECT_EQ(m.Alloc(8192), nullptr);  // refused even after releasing the kept block
+  EXPECT_EQ(inner.live, 0);
+  EXPECT_EQ(m.cached_bytes(), 0u);
+}
+
 }  // namespace
 }  // namespace g4
