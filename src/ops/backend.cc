@@ -42,15 +42,15 @@ OpTable MakeCpuTable() {
 // to the CPU kernels through host copies.
 OpTable MakeCudaTable() {
   OpTable t;
-  t.matmul = cuda::MatMul;
-  t.rms_norm = cuda::RmsNorm;
-  t.rope = cuda::Rope;
-  t.attention = cuda::Attention;
-  t.gelu_mul = cuda::GeluMul;
-  t.softcap = cuda::Softcap;
-  t.embed = cuda::Embed;
-  t.add = cuda::Add;
-  t.scale = cuda::Scale;
+  t.matmul = cuda::dev::MatMul;
+  t.rms_norm = cuda::dev::RmsNorm;
+  t.rope = cuda::dev::Rope;
+  t.attention = cuda::dev::Attention;
+  t.gelu_mul = cuda::dev::GeluMul;
+  t.softcap = cuda::dev::Softcap;
+  t.embed = cuda::dev::Embed;
+  t.add = cuda::dev::Add;
+  t.scale = cuda::dev::Scale;
   return t;
 }
 #endif
@@ -70,9 +70,19 @@ Status InitDevice(BackendKind kind, std::string* policy) {
 #endif
 }
 
+#ifdef G4_HAS_CUDA
+// The device memory behind every kCuda backend, with freed blocks kept for reuse (a decode step
+// allocates the same buffers each time; cudaFree would synchronize the device). Never destroyed:
+// buffers may outlive a Backend.
+CachingMemory& CudaMemory() {
+  static CachingMemory* memory = new CachingMemory(cuda::DeviceMemory());
+  return *memory;
+}
+#endif
+
 Memory& MemoryFor(BackendKind kind, const Status& status) {
 #ifdef G4_HAS_CUDA
-  // Until the device-pointer ops land, the CUDA table stages host pointers (kernels/cuda).
+  if (kind == BackendKind::kCuda && status.ok()) return CudaMemory();
 #endif
   (void)kind;
   (void)status;
@@ -117,7 +127,10 @@ Backend::Backend(BackendKind kind, int threads)
 Backend::~Backend() {
 #ifdef G4_HAS_CUDA
   // The device weight cache is keyed by host pointers, which die with the model.
-  if (kind_ == BackendKind::kCuda && status_.ok()) cuda::ReleaseDeviceMemory();
+  if (kind_ == BackendKind::kCuda && status_.ok()) {
+    CudaMemory().ReleaseCached();
+    cuda::ReleaseDeviceMemory();
+  }
 #endif
 }
 

@@ -1,9 +1,15 @@
 // DeviceMemory (kernels.h): g4::Memory on the CUDA device, where a kCuda Backend's activations
-// and KV caches live. cudaMalloc'd (never managed memory); Upload and Download are synchronous
-// cudaMemcpy on the legacy default stream (staging::Stream()), so a Download waits for every op
-// queued before it and reports their failure; Copy (device to device) is queued on that stream.
-// Once the device failed (staging's sticky error) every transfer returns that error.
+// and KV caches live. cudaMalloc'd (never managed memory). Download is a synchronous cudaMemcpy
+// on the legacy default stream (staging::Stream()), so it waits for every op queued before it
+// and reports their failure; Copy (device to device) is queued on that stream. Small uploads
+// (token ids, positions, a ring's slot positions: several per step) are queued too, through a
+// pinned staging buffer: a cudaMemcpy from pageable memory would first wait for every queued
+// op, draining the device several times per step. Once the device failed (staging's sticky
+// error) every transfer returns that error.
 #include <cuda_runtime.h>
+
+#include <cstring>
+#include <mutex>
 
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/staging.h"
@@ -40,6 +46,8 @@ class DeviceMemoryImpl final : public Memory {
   Status Upload(void* dst, const void* host_src, size_t bytes) override {
     if (!staging::Ready()) return LastError();
     if (bytes == 0) return Status();
+    if (bytes <= kStageHalf && Staged(dst, host_src, bytes)) return Status();
+    if (staging::Failed()) return LastError();
     if (!staging::Ok(cudaMemcpy(dst, host_src, bytes, cudaMemcpyHostToDevice),
                      "upload to device memory")) {
       return LastError();
@@ -60,6 +68,37 @@ class DeviceMemoryImpl final : public Memory {
     return Status();
   }
 
+  // Queues the upload from the pinned staging buffer, which has two halves: one fills while
+  // the copies from the other may still be queued; a half is refilled only after the event
+  // recorded when it was left has completed. False (nothing done, or the failure recorded)
+  // when there is no pinned buffer or a call failed: the caller then copies synchronously.
+  bool Staged(void* dst, const void* src, size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stage_ == nullptr) {
+      if (stage_failed_) return false;
+      if (cudaMallocHost(reinterpret_cast<void**>(&stage_), 2 * kStageHalf) != cudaSuccess ||
+          cudaEventCreate(&left_[0]) != cudaSuccess || cudaEventCreate(&left_[1]) != cudaSuccess) {
+        (void)cudaGetLastError();  // no pinned memory: synchronous uploads, not a device failure
+        stage_ = nullptr;
+        stage_failed_ = true;
+        return false;
+      }
+    }
+    if (used_ + bytes > kStageHalf) {
+      if (!staging::Ok(cudaEventRecord(left_[half_], staging::Stream()), "staging event") ||
+          !staging::Ok(cudaEventSynchronize(left_[half_ ^ 1]), "staging event wait")) {
+        return false;
+      }
+      half_ ^= 1;
+      used_ = 0;
+    }
+    char* slot = stage_ + half_ * kStageHalf + used_;
+    std::memcpy(slot, src, bytes);
+    used_ += (bytes + 255) / 256 * 256;
+    return staging::Ok(cudaMemcpyAsync(dst, slot, bytes, cudaMemcpyHostToDevice, staging::Stream()),
+                       "upload to device memory");
+  }
+
   Status Copy(void* dst, const void* src, size_t bytes) override {
     if (!staging::Ready()) return LastError();
     if (bytes == 0) return Status();
@@ -70,6 +109,16 @@ class DeviceMemoryImpl final : public Memory {
     }
     return Status();
   }
+
+ private:
+  static constexpr size_t kStageHalf = size_t{1} << 20;
+
+  std::mutex mu_;
+  char* stage_ = nullptr;  // 2 * kStageHalf pinned bytes, allocated on the first small upload
+  bool stage_failed_ = false;
+  cudaEvent_t left_[2] = {};
+  int half_ = 0;
+  size_t used_ = 0;
 };
 
 }  // namespace

@@ -38,6 +38,30 @@ TEST_F(CudaMemoryTest, IsDeviceMemory) {
   EXPECT_EQ(&m, &DeviceMemory());
 }
 
+// Small uploads are queued from a pinned staging buffer of two 1 MiB halves. Many of them, with
+// the host source overwritten right after each call (as a caller's temporary is), wrap both
+// halves several times: every buffer must still hold what was uploaded into it, so a half is
+// never refilled while its copies are in flight.
+TEST_F(CudaMemoryTest, ManySmallUploadsWrapTheStagingBufferIntact) {
+  Memory& m = DeviceMemory();
+  constexpr size_t kN = 60, kBytes = 100003;  // ~6 MiB in all: three rounds of both halves
+  std::vector<void*> dev(kN);
+  std::vector<unsigned char> host(kBytes);
+  for (size_t i = 0; i < kN; ++i) {
+    dev[i] = m.Alloc(kBytes);
+    ASSERT_NE(dev[i], nullptr);
+    host = RandomBytes(kBytes, static_cast<uint32_t>(100 + i));
+    ASSERT_TRUE(m.Upload(dev[i], host.data(), kBytes).ok());
+    std::fill(host.begin(), host.end(), 0);  // the source is gone once Upload returns
+  }
+  for (size_t i = 0; i < kN; ++i) {
+    std::vector<unsigned char> back(kBytes);
+    ASSERT_TRUE(m.Download(back.data(), dev[i], kBytes).ok());
+    EXPECT_EQ(back, RandomBytes(kBytes, static_cast<uint32_t>(100 + i))) << "upload " << i;
+    m.Free(dev[i]);
+  }
+}
+
 TEST_F(CudaMemoryTest, UploadCopyDownloadRoundTripsOddSizes) {
   Memory& m = DeviceMemory();
   uint32_t seed = 1;

@@ -388,6 +388,15 @@ inline cudaError_t cudaFree(void* p) {
   return cudaSuccess;
 }
 inline cudaError_t cudaMallocAsync(void** p, size_t n, cudaStream_t) { return cudaMalloc(p, n); }
+// Pinned host memory is host memory here (copies are immediate, so nothing is ever in flight).
+inline cudaError_t cudaMallocHost(void** p, size_t n) {
+  *p = std::malloc(n > 0 ? n : 1);
+  return *p != nullptr ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+inline cudaError_t cudaFreeHost(void* p) {
+  std::free(p);
+  return cudaSuccess;
+}
 inline cudaError_t cudaFreeAsync(void* p, cudaStream_t) { return cudaFree(p); }
 inline cudaError_t cudaMemset(void* p, int v, size_t n) {
   if (n > 0 && !emu::InDevice(p, n)) {

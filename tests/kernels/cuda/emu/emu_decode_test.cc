@@ -44,7 +44,7 @@ TEST_P(EmuDecodeTest, CachedGreedyMatchesGoldenAndChunksMatchFullForward) {
   auto full = (*model)->Forward(backend, prompt);
   ASSERT_TRUE(full.ok()) << full.status().ToString();
   {
-    auto cache = SequenceKvCache::Create(c, 256);
+    auto cache = SequenceKvCache::Create(c, 256, backend.memory());
     ASSERT_TRUE(cache.ok());
     auto cached = Prefill(**model, backend, **cache, prompt, 3, /*all_logits=*/true);
     ASSERT_TRUE(cached.ok()) << cached.status().ToString();
