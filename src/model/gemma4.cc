@@ -32,7 +32,18 @@ StatusOr<std::unique_ptr<Gemma4Model>> Gemma4Model::LoadGguf(const std::string& 
   G4_ASSIGN_OR_RETURN(m->gguf_, GgufFile::Open(path));
   G4_ASSIGN_OR_RETURN(m->config_, ModelConfigFromGguf(*m->gguf_));
   G4_RETURN_IF_ERROR(BindGgufWeights(m->config_, *m->gguf_, &m->weights_));
+  m->PrepareRope();
   return m;
+}
+
+void Gemma4Model::PrepareRope() {
+  rope_inv_freq_.clear();
+  rope_at_.clear();
+  for (const LayerConfig& l : config_.layers) {
+    const std::vector<float> f = config_.InvFreq(l);
+    rope_at_.push_back(rope_inv_freq_.size());
+    rope_inv_freq_.insert(rope_inv_freq_.end(), f.begin(), f.end());
+  }
 }
 
 uint64_t Gemma4Model::mapped_bytes() const {
@@ -46,6 +57,7 @@ StatusOr<std::unique_ptr<Gemma4Model>> Gemma4Model::Load(const std::string& dir)
   G4_ASSIGN_OR_RETURN(m->config_, LoadModelConfig(dir));
   G4_ASSIGN_OR_RETURN(m->store_, WeightStore::OpenDir(dir));
   G4_RETURN_IF_ERROR(BindWeights(m->config_, *m->store_, &m->weights_));
+  m->PrepareRope();
   return m;
 }
 
@@ -119,20 +131,12 @@ StatusOr<std::vector<std::vector<float>>> Gemma4Model::ForwardBatch(
   const int64_t R = row_begin[B];
   auto rows = [](int64_t n) { return static_cast<size_t>(n); };
 
-  // The inputs in the backend's memory: ids, positions, and every layer's RoPE frequencies
-  // (inv_freq_at[l] = offset of layer l's [hd / 2] in the one upload).
+  // The inputs in the backend's memory: ids, positions, and every layer's RoPE frequencies.
   Buffer<int32_t> d_ids(mem), d_pos(mem);
   G4_RETURN_IF_ERROR(d_ids.Assign(ids));
   G4_RETURN_IF_ERROR(d_pos.Assign(pos));
-  std::vector<float> inv_freq_host;
-  std::vector<size_t> inv_freq_at;
-  for (const LayerConfig& l : c.layers) {
-    const std::vector<float> f = c.InvFreq(l);
-    inv_freq_at.push_back(inv_freq_host.size());
-    inv_freq_host.insert(inv_freq_host.end(), f.begin(), f.end());
-  }
   Buffer<float> d_inv_freq(mem);
-  G4_RETURN_IF_ERROR(d_inv_freq.Assign(inv_freq_host));
+  G4_RETURN_IF_ERROR(d_inv_freq.Assign(rope_inv_freq_));
 
   // §2.1 scaled embedding. x0 = h: [R, H]
   Buffer<float> h(mem);
@@ -176,7 +180,7 @@ StatusOr<std::vector<std::vector<float>>> Gemma4Model::ForwardBatch(
   for (const LayerConfig& l : c.layers) {
     const LayerWeights& lw = w.layers[static_cast<size_t>(l.index)];
     const int64_t hd = l.head_dim, nq = l.n_heads, nkv = l.n_kv_heads, I = l.mlp_width;
-    const float* inv_freq = d_inv_freq.data() + inv_freq_at[static_cast<size_t>(l.index)];
+    const float* inv_freq = d_inv_freq.data() + rope_at_[static_cast<size_t>(l.index)];
 
     // §2.3 attention block: h += post_attn_norm(o_proj(attend(input_norm(h))))
     be.RmsNorm(h.data(), lw.input_norm, R, H, eps, a.data());

@@ -82,8 +82,14 @@ class Gemma4Model {
 
  private:
   Gemma4Model() = default;
+  // Fills rope_inv_freq_ from config_ (after either Load).
+  void PrepareRope();
 
   ModelConfig config_;
+  // Every layer's RoPE inverse frequencies, concatenated ([hd / 2] each, at rope_at_[layer]):
+  // uploaded by each forward as one buffer rather than recomputed per layer and step.
+  std::vector<float> rope_inv_freq_;
+  std::vector<size_t> rope_at_;
   std::unique_ptr<WeightStore> store_;
   std::unique_ptr<GgufFile> gguf_;  // keeps a GGUF model's tensors mapped
   ModelWeights weights_;
