@@ -9,7 +9,9 @@
 namespace g4 {
 
 // Median of `passes` streaming reads of a fresh `bytes` buffer (choose it larger than the last
-// level cache), in bytes/s. The ref backend measures with its one thread.
+// level cache), in bytes/s. The ref backend measures with its one thread. A backend whose
+// memory is a device's (kCuda) measures that memory instead: copies within it, read + write
+// bytes per second, the figure decode on the device is bound by.
 double MeasureReadBandwidth(Backend& backend, size_t bytes = size_t{1} << 30, int passes = 5);
 
 // f32 FMA throughput in flop/s (2 per lane per FMA) with every thread of the backend busy, best

@@ -444,8 +444,8 @@ int Run(const BenchArgs& a) {
     std::printf("%s%s %s", first ? "" : ", ", name.c_str(), Gb(static_cast<double>(bytes)).c_str());
     first = false;
   }
-  std::printf(")\nread bandwidth %.2f GB/s (median of %zu; min %.2f, max %.2f) -> roofline %.2f tok/s\n",
-              bw / 1e9, bw_samples.size(), *std::min_element(bw_samples.begin(), bw_samples.end()) / 1e9,
+  std::printf(")\n%s bandwidth %.2f GB/s (median of %zu; min %.2f, max %.2f) -> roofline %.2f tok/s\n",
+              be.memory().is_device() ? "device copy" : "read", bw / 1e9, bw_samples.size(), *std::min_element(bw_samples.begin(), bw_samples.end()) / 1e9,
               *std::max_element(bw_samples.begin(), bw_samples.end()) / 1e9, roofline);
   std::printf("f32 FMA peak %.1f GFLOP/s (all threads measured %.1f, one thread %.1f)\n",
               fma_peak / 1e9, fma_all / 1e9, fma_one / 1e9);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ops/memory.h"
+#include "ops/probe.h"
 
 #ifdef G4_HAS_CUDA
 #include "kernels/cuda/device.h"
@@ -81,6 +82,8 @@ TEST(CudaBackendTest, ReportsWhyCudaCannotRunOrStatesTheDevicePolicy) {
   const Status s = m.Download(out.data(), dout.data(), dout.bytes());
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(out, (std::vector<float>{2.0f, 0.0f, 4.25f}));
+  // Benchmarks judge decode against the device's memory bandwidth, not the host's.
+  EXPECT_GT(MeasureReadBandwidth(be, size_t{1} << 20, 2), 0.0);
 #endif
 }
 
