@@ -8,12 +8,16 @@
 #   tsan  ThreadSanitizer build of just the runtime (scheduler) and server test binaries
 #         (build-tsan/), ctest on those two suites
 #   fuzz  scripts/fuzz.sh --smoke, when that script exists and is executable
-# Pick stages with G4_CI_STAGES (default "main asan tsan fuzz"), e.g. G4_CI_STAGES=main.
+#   emu   the CUDA backend end to end on the CPU emulation (tests/kernels/cuda/emu/
+#         run_backend.sh, cards H200, T4 and none: every .cu as host C++, the CUDA op tests,
+#         golden logits and cached decode on Backend(kCuda)), on the main stage's libraries;
+#         CI machines have no GPU, so this is what keeps the device code honest between GPU runs
+# Pick stages with G4_CI_STAGES (default "main asan tsan fuzz emu"), e.g. G4_CI_STAGES=main.
 # Extra arguments go to the main stage's ctest. Golden-logit tests read ../shared/golden
 # when it exists beside the repo. The sanitizer builds never compile CUDA (-DG4_CUDA=OFF).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-STAGES="${G4_CI_STAGES:-main asan tsan fuzz}"
+STAGES="${G4_CI_STAGES:-main asan tsan fuzz emu}"
 JOBS="${G4_JOBS:-$(nproc)}"
 total_passed=0
 total_failed=0
@@ -70,6 +74,38 @@ stage_tsan() {
     ctest --test-dir build-tsan --output-on-failure -j "$JOBS" -L '^(runtime|server)$'
 }
 
+# run_counted NAME COMMAND...: a stage whose command prints "... N passed, M failed" (or, failing
+# that, is judged by its exit status).
+run_counted() {
+  local name="$1" log rc line p f
+  shift
+  echo "=== ci stage: $name ==="
+  log=$(mktemp)
+  "$@" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  line=$(grep -E '[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
+  if [[ -n "$line" ]]; then
+    p=$(sed -E 's/^/ /; s/.*[^0-9]([0-9]+) passed, ([0-9]+) failed.*/\1/' <<<"$line")
+    f=$(sed -E 's/^/ /; s/.*[^0-9]([0-9]+) passed, ([0-9]+) failed.*/\2/' <<<"$line")
+    ((rc != 0 && f == 0)) && f=1
+  elif ((rc == 0)); then
+    p=1 f=0
+  else
+    p=0 f=1
+  fi
+  echo "ci: $name: $p passed, $f failed (exit $rc)"
+  total_passed=$((total_passed + p))
+  total_failed=$((total_failed + f))
+  rm -f "$log"
+}
+
+stage_emu() {
+  local build="${G4_BUILD_DIR:-build}"
+  cmake --build "$build" -j "$JOBS" --target g4_core g4_loader g4_tokenizer g4_kernels_ref \
+    g4_kernels_cpu g4_model g4_runtime g4_test_common || return 1
+  EMU_JOBS="$JOBS" tests/kernels/cuda/emu/run_backend.sh "$build" H200,T4,none
+}
+
 for stage in $STAGES; do
   case "$stage" in
     main) run_stage main stage_main "$@" ;;
@@ -77,31 +113,21 @@ for stage in $STAGES; do
     tsan) run_stage tsan stage_tsan ;;
     fuzz)
       if [[ -x scripts/fuzz.sh ]]; then
-        echo "=== ci stage: fuzz ==="
-        log=$(mktemp)
-        scripts/fuzz.sh --smoke 2>&1 | tee "$log"
-        rc=${PIPESTATUS[0]}
-        # Its summary line ("... N passed, M failed") if it prints one, else its exit status.
-        line=$(grep -E '[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
-        if [[ -n "$line" ]]; then
-          p=$(sed -E 's/^/ /; s/.*[^0-9]([0-9]+) passed, ([0-9]+) failed.*/\1/' <<<"$line")
-          f=$(sed -E 's/^/ /; s/.*[^0-9]([0-9]+) passed, ([0-9]+) failed.*/\2/' <<<"$line")
-          ((rc != 0 && f == 0)) && f=1
-        elif ((rc == 0)); then
-          p=1 f=0
-        else
-          p=0 f=1
-        fi
-        echo "ci: fuzz: $p passed, $f failed (exit $rc)"
-        total_passed=$((total_passed + p))
-        total_failed=$((total_failed + f))
-        rm -f "$log"
+        run_counted fuzz scripts/fuzz.sh --smoke
       else
         echo "ci: fuzz: skipped (no executable scripts/fuzz.sh)"
       fi
       ;;
+    emu)
+      if [[ -f "${G4_BUILD_DIR:-build}/build.ninja" ]] || bash scripts/build.sh; then
+        run_counted emu stage_emu
+      else
+        echo "ci: emu: no build (scripts/build.sh failed)"
+        total_failed=$((total_failed + 1))
+      fi
+      ;;
     *)
-      echo "ci: unknown stage '$stage' (main asan tsan fuzz)"
+      echo "ci: unknown stage '$stage' (main asan tsan fuzz emu)"
       total_failed=$((total_failed + 1))
       ;;
   esac

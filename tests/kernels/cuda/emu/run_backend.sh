@@ -74,12 +74,22 @@ nice -n 5 ninja -C "$out" -j "${EMU_JOBS:-2}" "${EMU_TARGET:-$out/emu_backend_te
 [[ -z ${EMU_TARGET:-} ]] || exit 0  # EMU_TARGET: build that one target only
 
 cd "$root"  # the golden cases are found from the repo root (../shared/golden)
-status=0
+status=0 passed=0 failed=0
 IFS=, read -ra card_list <<< "$cards"
 for card in "${card_list[@]}"; do
   echo "=== emulated card: $card ==="
   start=$(date +%s)
-  G4_EMU_CARD=$card "$out/emu_backend_tests" --gtest_filter="$filter" || status=1
-  echo "=== $card: $(( $(date +%s) - start )) s ==="
+  log=$(mktemp)
+  G4_EMU_CARD=$card "$out/emu_backend_tests" --gtest_filter="$filter" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  p=$(sed -nE 's/^\[  PASSED  \] ([0-9]+) tests?\..*/\1/p' "$log" | tail -1)
+  f=$(sed -nE 's/^\[  FAILED  \] ([0-9]+) tests?, listed below.*/\1/p' "$log" | tail -1)
+  p=${p:-0} f=${f:-0}
+  ((rc != 0 && f == 0)) && f=1  # a crash or abort: no gtest summary
+  ((rc != 0)) && status=1
+  passed=$((passed + p)) failed=$((failed + f))
+  rm -f "$log"
+  echo "=== $card: $(( $(date +%s) - start )) s: $p passed, $f failed ==="
 done
+echo "emu: $passed passed, $failed failed"
 exit $status
