@@ -16,6 +16,12 @@
 //   - Launch checks as on a device: block size 1..1024, grid limits, and dynamic shared memory
 //     above 48 KiB only after cudaFuncSetAttribute(MaxDynamicSharedMemorySize) within the card's
 //     opt-in limit; a bad launch sets the error that cudaGetLastError returns, and runs nothing.
+//   - Asynchrony as on a device's one in-order stream: kernels, cudaMemsetAsync, cudaFreeAsync
+//     and cudaMemcpyAsync whose host side is pinned (cudaMallocHost) are checked when issued but
+//     queued, and run only when the host waits: a synchronous cudaMemcpy / cudaMemset / cudaFree,
+//     a stream or device synchronize, or cudaEventSynchronize (which runs the queue up to its
+//     event's record). So host code that reuses a pinned source, or reads a result, before
+//     waiting sees what a GPU would give it. G4_EMU_SYNC=1 runs everything at once instead.
 // The card (cudaGetDeviceProperties) comes from fake_device.cc.
 #pragma once
 #include <math.h>
@@ -29,6 +35,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -106,6 +114,55 @@ inline cudaError_t Fail(cudaError_t e, const char* what) {
   std::fprintf(stderr, "[cuda emu] %s\n", what);
   if (LastError() == cudaSuccess) LastError() = e;
   return e;
+}
+
+// The stream's queued work, in order, each item numbered; RunUntil(n) runs items up to n.
+struct Queued {
+  uint64_t seq;
+  std::function<void()> run;
+};
+inline std::deque<Queued>& Queue() {
+  static std::deque<Queued> q;
+  return q;
+}
+inline uint64_t& LastQueued() {
+  static uint64_t n = 0;
+  return n;
+}
+inline bool Deferred() {
+  static const bool deferred = std::getenv("G4_EMU_SYNC") == nullptr;
+  return deferred;
+}
+inline void RunUntil(uint64_t seq) {
+  std::lock_guard<std::recursive_mutex> lock(Mu());
+  while (!Queue().empty() && Queue().front().seq <= seq) {
+    std::function<void()> run = std::move(Queue().front().run);
+    Queue().pop_front();
+    run();
+  }
+}
+inline void Flush() { RunUntil(~uint64_t{0}); }
+inline void Enqueue(std::function<void()> run) {
+  std::lock_guard<std::recursive_mutex> lock(Mu());
+  if (!Deferred()) return run();
+  Queue().push_back({++LastQueued(), std::move(run)});
+}
+// Pinned host allocations (cudaMallocHost): base -> bytes.
+inline std::map<uintptr_t, size_t>& Pinned() {
+  static std::map<uintptr_t, size_t> m;
+  return m;
+}
+inline bool InPinned(const void* p, size_t n) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  auto it = Pinned().upper_bound(a);
+  if (it == Pinned().begin()) return false;
+  --it;
+  return a >= it->first && a + n <= it->first + it->second;
+}
+// Event -> the queue position recorded into it.
+inline std::map<const void*, uint64_t>& Events() {
+  static std::map<const void*, uint64_t> m;
+  return m;
 }
 
 // Live device allocations: base -> bytes.
@@ -305,25 +362,28 @@ void EmuLaunch(void (*k)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStre
     emu::Fail(cudaErrorIllegalAddress, "launch: a pointer argument is not device memory");
     return;
   }
-  // The arguments converted to the kernel's parameter types, as a launch does.
+  // The arguments converted to the kernel's parameter types, as a launch does; the kernel runs
+  // when the host next waits for the stream.
   std::tuple<std::decay_t<KArgs>...> params(args...);
-  struct Call {
-    void (*k)(KArgs...);
-    std::tuple<std::decay_t<KArgs>...>* p;
-  } call{k, &params};
-  auto body = [](void* c) {
-    auto* cl = static_cast<Call*>(c);
-    std::apply(cl->k, *cl->p);
-  };
-  blockDim = block;
-  gridDim = grid;
-  for (unsigned bz = 0; bz < grid.z; ++bz)
-    for (unsigned by = 0; by < grid.y; ++by)
-      for (unsigned bx = 0; bx < grid.x; ++bx) {
-        std::memset(g_dyn_smem, 0xcd, smem);  // garbage, like real smem
-        blockIdx = {bx, by, bz};
-        emu::RunBlock(block.x, body, &call, "kernel");
-      }
+  emu::Enqueue([k, grid, block, smem, params]() mutable {
+    struct Call {
+      void (*k)(KArgs...);
+      std::tuple<std::decay_t<KArgs>...>* p;
+    } call{k, &params};
+    auto body = [](void* c) {
+      auto* cl = static_cast<Call*>(c);
+      std::apply(cl->k, *cl->p);
+    };
+    blockDim = block;
+    gridDim = grid;
+    for (unsigned bz = 0; bz < grid.z; ++bz)
+      for (unsigned by = 0; by < grid.y; ++by)
+        for (unsigned bx = 0; bx < grid.x; ++bx) {
+          std::memset(g_dyn_smem, 0xcd, smem);  // garbage, like real smem
+          blockIdx = {bx, by, bz};
+          emu::RunBlock(block.x, body, &call, "kernel");
+        }
+  });
 }
 
 inline cudaError_t cudaGetLastError() {
@@ -375,7 +435,8 @@ inline cudaError_t cudaMalloc(void** p, size_t n) {
   emu::Maps()[reinterpret_cast<uintptr_t>(*p)] = {base, data + page};
   return cudaSuccess;
 }
-inline cudaError_t cudaFree(void* p) {
+// Frees now (cudaFree waits for the device: the queued work runs first).
+inline cudaError_t EmuFreeNow(void* p) {
   std::lock_guard<std::recursive_mutex> lock(emu::Mu());
   if (p == nullptr) return cudaSuccess;
   auto it = emu::Allocs().find(reinterpret_cast<uintptr_t>(p));
@@ -387,48 +448,93 @@ inline cudaError_t cudaFree(void* p) {
   munmap(m.mapped().base, m.mapped().len);
   return cudaSuccess;
 }
+inline cudaError_t cudaFree(void* p) {
+  emu::Flush();
+  return EmuFreeNow(p);
+}
 inline cudaError_t cudaMallocAsync(void** p, size_t n, cudaStream_t) { return cudaMalloc(p, n); }
-// Pinned host memory is host memory here (copies are immediate, so nothing is ever in flight).
+// Pinned host memory: host memory the emulator knows, so copies from it can stay queued.
 inline cudaError_t cudaMallocHost(void** p, size_t n) {
+  std::lock_guard<std::recursive_mutex> lock(emu::Mu());
   *p = std::malloc(n > 0 ? n : 1);
-  return *p != nullptr ? cudaSuccess : cudaErrorMemoryAllocation;
+  if (*p == nullptr) return cudaErrorMemoryAllocation;
+  emu::Pinned()[reinterpret_cast<uintptr_t>(*p)] = n;
+  return cudaSuccess;
 }
 inline cudaError_t cudaFreeHost(void* p) {
+  emu::Flush();
+  std::lock_guard<std::recursive_mutex> lock(emu::Mu());
+  emu::Pinned().erase(reinterpret_cast<uintptr_t>(p));
   std::free(p);
   return cudaSuccess;
 }
-inline cudaError_t cudaFreeAsync(void* p, cudaStream_t) { return cudaFree(p); }
-inline cudaError_t cudaMemset(void* p, int v, size_t n) {
+inline cudaError_t cudaFreeAsync(void* p, cudaStream_t) {
+  std::lock_guard<std::recursive_mutex> lock(emu::Mu());
+  if (p != nullptr && emu::Allocs().count(reinterpret_cast<uintptr_t>(p)) == 0) {
+    return emu::Fail(cudaErrorInvalidValue, "cudaFreeAsync: not a live device allocation");
+  }
+  emu::Enqueue([p] { EmuFreeNow(p); });
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t = nullptr) {
+  std::lock_guard<std::recursive_mutex> lock(emu::Mu());
   if (n > 0 && !emu::InDevice(p, n)) {
     return emu::Fail(cudaErrorInvalidValue, "cudaMemset: range outside a device allocation");
   }
-  std::memset(p, v, n);
+  emu::Enqueue([p, v, n] { std::memset(p, v, n); });
   return cudaSuccess;
 }
-inline cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t) {
-  return cudaMemset(p, v, n);
+inline cudaError_t cudaMemset(void* p, int v, size_t n) {
+  const cudaError_t e = cudaMemsetAsync(p, v, n);
+  emu::Flush();
+  return e;
 }
-inline cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind kind) {
-  if (n == 0) return cudaSuccess;
+// Checks a copy's ranges against its kind; false (the error set) when they do not match.
+inline bool EmuCopyOk(void* d, const void* s, size_t n, cudaMemcpyKind kind) {
   const bool d_dev = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
   const bool s_dev = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
   if (kind != cudaMemcpyDefault &&
       (d_dev != emu::InDevice(d, n) || (!d_dev && emu::AnyDevice(d, n)) ||
        s_dev != emu::InDevice(s, n) || (!s_dev && emu::AnyDevice(s, n)))) {
-    return emu::Fail(cudaErrorInvalidValue,
-                     "cudaMemcpy: a range is not (wholly) in the memory its kind names");
+    emu::Fail(cudaErrorInvalidValue,
+              "cudaMemcpy: a range is not (wholly) in the memory its kind names");
+    return false;
   }
+  return true;
+}
+// Waits for the queued work, then copies (from pageable memory a GPU does the same).
+inline cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind kind) {
+  if (n == 0) return cudaSuccess;
+  std::lock_guard<std::recursive_mutex> lock(emu::Mu());
+  if (!EmuCopyOk(d, s, n, kind)) return cudaErrorInvalidValue;
+  emu::Flush();
   std::memmove(d, s, n);
   return cudaSuccess;
 }
+// Queued when its host side is pinned (or there is none); a pageable host side is copied
+// before the call returns, as the CUDA runtime stages it.
 inline cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind k,
                                    cudaStream_t = nullptr) {
-  return cudaMemcpy(d, s, n, k);
+  if (n == 0) return cudaSuccess;
+  std::lock_guard<std::recursive_mutex> lock(emu::Mu());
+  if (!EmuCopyOk(d, s, n, k)) return cudaErrorInvalidValue;
+  const bool queued = (k == cudaMemcpyDeviceToDevice) ||
+                      (k == cudaMemcpyHostToDevice && emu::InPinned(s, n)) ||
+                      (k == cudaMemcpyDeviceToHost && emu::InPinned(d, n));
+  if (!queued) return cudaMemcpy(d, s, n, k);
+  emu::Enqueue([d, s, n] { std::memmove(d, s, n); });
+  return cudaSuccess;
 }
 // Kernels run at launch, so there is nothing to wait for; launch errors come from
 // cudaGetLastError, as on a device.
-inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
-inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+inline cudaError_t cudaDeviceSynchronize() {
+  emu::Flush();
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamSynchronize(cudaStream_t) {
+  emu::Flush();
+  return cudaSuccess;
+}
 inline cudaError_t cudaStreamCreate(cudaStream_t* s) {
   *s = reinterpret_cast<cudaStream_t>(new char);
   return cudaSuccess;
@@ -441,13 +547,25 @@ inline cudaError_t cudaEventCreate(cudaEvent_t* e) {
   *e = reinterpret_cast<cudaEvent_t>(new char);
   return cudaSuccess;
 }
-inline cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t = nullptr) { return cudaSuccess; }
-inline cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t = nullptr) {
+  std::lock_guard<std::recursive_mutex> lock(emu::Mu());
+  emu::Events()[e] = emu::LastQueued();
+  return cudaSuccess;
+}
+// Runs the queue up to the event's record (an event never recorded is complete).
+inline cudaError_t cudaEventSynchronize(cudaEvent_t e) {
+  std::lock_guard<std::recursive_mutex> lock(emu::Mu());
+  auto it = emu::Events().find(e);
+  if (it != emu::Events().end()) emu::RunUntil(it->second);
+  return cudaSuccess;
+}
 inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t, cudaEvent_t) {
   *ms = 1;
   return cudaSuccess;
 }
 inline cudaError_t cudaEventDestroy(cudaEvent_t e) {
+  std::lock_guard<std::recursive_mutex> lock(emu::Mu());
+  emu::Events().erase(e);
   delete reinterpret_cast<char*>(e);
   return cudaSuccess;
 }
