@@ -19,6 +19,7 @@ namespace g4::cuda {
 namespace {
 
 using testing::CudaOpTest;
+using testing::MatMulError;
 using testing::DeviceOf;
 using testing::MaxScaledError;
 using testing::OnDevice;
@@ -34,22 +35,6 @@ double MaxAbsError(const std::vector<float>& y, const std::vector<float>& ref) {
   for (size_t i = 0; i < y.size() && i < ref.size(); ++i) {
     const double e = std::fabs(static_cast<double>(y[i]) - ref[i]);
     if (!(e <= worst)) worst = std::isnan(e) ? INFINITY : e;
-  }
-  return worst;
-}
-
-// max |y - ref| / sum_k |x w| over all outputs.
-double MatMulError(const TensorView& w, const std::vector<float>& x, int64_t T,
-                   const std::vector<float>& y, const std::vector<float>& ref) {
-  const int64_t N = w.dim(0), K = w.dim(1);
-  double worst = 0.0;
-  for (int64_t t = 0; t < T; ++t) {
-    for (int64_t n = 0; n < N; ++n) {
-      double mag = 1e-30;
-      for (int64_t k = 0; k < K; ++k) mag += std::fabs(x[t * K + k] * w.at(n * K + k));
-      const double e = std::fabs(y[t * N + n] - ref[t * N + n]) / mag;
-      if (!(e <= worst)) worst = std::isnan(e) ? INFINITY : e;
-    }
   }
   return worst;
 }

@@ -16,26 +16,11 @@ namespace g4::cuda {
 namespace {
 
 using testing::CudaOpTest;
+using testing::MatMulError;
 using g4::testing::RandomFloats;
 using g4::testing::StoredTensor;
 
 class CudaStagedOpsTest : public CudaOpTest {};
-
-// max |y - ref| / sum_k |x w| over all outputs.
-double MatMulError(const TensorView& w, const std::vector<float>& x, int64_t T,
-                   const std::vector<float>& y, const std::vector<float>& ref) {
-  const int64_t N = w.dim(0), K = w.dim(1);
-  double worst = 0.0;
-  for (int64_t t = 0; t < T; ++t) {
-    for (int64_t n = 0; n < N; ++n) {
-      double mag = 1e-30;
-      for (int64_t k = 0; k < K; ++k) mag += std::fabs(x[t * K + k] * w.at(n * K + k));
-      const double e = std::fabs(y[t * N + n] - ref[t * N + n]) / mag;
-      if (!(e <= worst)) worst = std::isnan(e) ? INFINITY : e;
-    }
-  }
-  return worst;
-}
 
 TEST_F(CudaStagedOpsTest, MatMulFloatWeightsMatchRefAndUploadOnce) {
   uint32_t seed = 80;
