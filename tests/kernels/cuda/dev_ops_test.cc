@@ -195,27 +195,13 @@ TEST_F(CudaDevOpsTest, AttentionOnTheDeviceAndOnTheHostFallback) {
     EXPECT_EQ(AttentionOnDevice(head_dim), head_dim != 16);
     for (int64_t T : {1, 5}) {
       SCOPED_TRACE(::testing::Message() << "head_dim=" << head_dim << " T=" << T);
-      const int64_t S = 19, H = 4, KV = 2;
-      const std::vector<float> q = RandomFloats(T * H * head_dim, ++seed);
-      const std::vector<float> k = RandomFloats(S * KV * head_dim, ++seed);
-      const std::vector<float> v = RandomFloats(S * KV * head_dim, ++seed);
-      std::vector<int32_t> k_pos(static_cast<size_t>(S)), q_pos(static_cast<size_t>(T));
-      for (int64_t s = 0; s < S; ++s) k_pos[static_cast<size_t>(s)] = static_cast<int32_t>(s);
-      k_pos[3] = -1;  // an empty slot
-      for (int64_t t = 0; t < T; ++t) {
-        q_pos[static_cast<size_t>(t)] = static_cast<int32_t>(S - T + t);
-      }
-      AttentionArgs a;
-      a.q = q.data(), a.k = k.data(), a.v = v.data();
-      a.q_pos = q_pos.data(), a.k_pos = k_pos.data();
-      a.T = T, a.S = S, a.n_heads = H, a.n_kv_heads = KV, a.head_dim = head_dim;
-      a.window = 7;
-      a.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-      std::vector<float> ref(static_cast<size_t>(T * H * head_dim));
+      testing::AttentionCase c(T, head_dim, 1.0f / std::sqrt(static_cast<float>(head_dim)), &seed);
+      AttentionArgs a = c.args;
+      std::vector<float> ref(static_cast<size_t>(c.out_size()));
       a.out = ref.data();
       ref::Attention(pool_, a);
-      Buffer<float> dq = OnDevice(q), dk = OnDevice(k), dv = OnDevice(v);
-      Buffer<int32_t> dqp = OnDevice(q_pos), dkp = OnDevice(k_pos);
+      Buffer<float> dq = OnDevice(c.q), dk = OnDevice(c.k), dv = OnDevice(c.v);
+      Buffer<int32_t> dqp = OnDevice(c.q_pos), dkp = OnDevice(c.k_pos);
       Buffer<float> dout = DeviceOf<float>(ref.size());
       AttentionArgs d = a;
       d.q = dq.data(), d.k = dk.data(), d.v = dv.data();

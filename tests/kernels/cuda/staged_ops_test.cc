@@ -68,21 +68,9 @@ TEST_F(CudaStagedOpsTest, AttentionMatchesRefAtBothGemmaHeadDims) {
   for (int64_t head_dim : {256, 512}) {
     for (int64_t T : {1, 5}) {
       SCOPED_TRACE(::testing::Message() << "head_dim=" << head_dim << " T=" << T);
-      const int64_t S = 19, H = 4, KV = 2;
-      const std::vector<float> q = RandomFloats(T * H * head_dim, ++seed);
-      const std::vector<float> k = RandomFloats(S * KV * head_dim, ++seed);
-      const std::vector<float> v = RandomFloats(S * KV * head_dim, ++seed);
-      std::vector<int32_t> k_pos(static_cast<size_t>(S)), q_pos(static_cast<size_t>(T));
-      for (int64_t s = 0; s < S; ++s) k_pos[static_cast<size_t>(s)] = static_cast<int32_t>(s);
-      k_pos[3] = -1;  // an empty slot
-      for (int64_t t = 0; t < T; ++t) q_pos[static_cast<size_t>(t)] = static_cast<int32_t>(S - T + t);
-      AttentionArgs a;
-      a.q = q.data(), a.k = k.data(), a.v = v.data();
-      a.q_pos = q_pos.data(), a.k_pos = k_pos.data();
-      a.T = T, a.S = S, a.n_heads = H, a.n_kv_heads = KV, a.head_dim = head_dim;
-      a.window = 7;
-      a.scale = 1.0f;
-      std::vector<float> ref(static_cast<size_t>(T * H * head_dim)), out(ref.size());
+      testing::AttentionCase c(T, head_dim, 1.0f, &seed);
+      AttentionArgs a = c.args;
+      std::vector<float> ref(static_cast<size_t>(c.out_size())), out(ref.size());
       a.out = ref.data();
       ref::Attention(pool_, a);
       a.out = out.data();
