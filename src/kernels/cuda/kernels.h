@@ -57,9 +57,10 @@ StatusOr<DevicePolicy> Init(int ordinal = 0);
 void ReleaseDeviceMemory();
 // The first CUDA failure seen by an op since Init, or OK.
 Status LastError();
-// Device memory of device 0 (initialized on first use): cudaMalloc / cudaFree; Upload and
-// Download synchronous, Download after the ops queued before it (returning their failure);
-// Copy (device to device) queued on the ops' stream. Alloc gives nullptr without a device or
+// Device memory of device 0 (initialized on first use): cudaMalloc / cudaFree; Download
+// synchronous, after the ops queued before it (returning their failure); Copy (device to
+// device) and uploads of up to 1 MiB (through a pinned buffer) queued on the ops' stream,
+// larger uploads synchronous. Alloc gives nullptr without a device or
 // when the device is out of memory (which does not fail the device); every other method
 // returns LastError() once the device failed.
 Memory& DeviceMemory();
