@@ -188,6 +188,10 @@ StatusOr<HeadMode> ParseHeadMode(const std::string& name) {
   return InvalidArgument("unknown head mode '" + name + "' (expected auto, bf16, q8, q4)");
 }
 
+HeadMode HeadModeForDevice(HeadMode requested) {
+  return requested == HeadMode::kAuto ? HeadMode::kAsStored : requested;
+}
+
 const char* HeadModeName(HeadMode mode) {
   switch (mode) {
     case HeadMode::kAuto: return "auto";

@@ -98,6 +98,10 @@ struct WeightLoadOptions {
 // against concurrent loads.
 void SetDefaultHeadMode(HeadMode mode);
 HeadMode DefaultHeadMode();
+// The head mode on a GPU backend: kAuto becomes kAsStored there, because the q8 copy kAuto picks
+// for W4A16 checkpoints is an int8-per-row matmul the device kernels do not define (it would run
+// on the host, every step), while the stored bf16 head runs on the device. Explicit modes stay.
+HeadMode HeadModeForDevice(HeadMode requested);
 
 // Binds every required tensor to a view, checking presence, dtype and exact shape (for a
 // quantized linear: weight_packed, weight_scale and weight_shape against the config's [N, K] and

@@ -35,6 +35,13 @@ fs::path TestDir(const std::string& name) {
 }
 
 // Restores the process default head mode after a test changes it.
+TEST(HeadModeTest, AutoKeepsTheStoredHeadOnADeviceAndExplicitModesStay) {
+  EXPECT_EQ(HeadModeForDevice(HeadMode::kAuto), HeadMode::kAsStored);
+  for (HeadMode m : {HeadMode::kAsStored, HeadMode::kQ8, HeadMode::kQ4}) {
+    EXPECT_EQ(HeadModeForDevice(m), m) << HeadModeName(m);
+  }
+}
+
 class ScopedHeadMode {
  public:
   explicit ScopedHeadMode(HeadMode mode) : saved_(DefaultHeadMode()) { SetDefaultHeadMode(mode); }

@@ -1,6 +1,7 @@
 #include "backend_setup.h"
 
 #include "core/log.h"
+#include "model/weights.h"
 
 namespace g4::cli {
 
@@ -16,6 +17,8 @@ StatusOr<std::unique_ptr<Backend>> OpenBackend(const std::string& name, int thre
   G4_ASSIGN_OR_RETURN(const BackendKind kind, ParseBackendKind(name));
   G4_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, Backend::Create(kind, threads));
   LogInfo("device policy: " + backend->PolicyString());
+  // Before any model is loaded: the LM head copy is made at load.
+  if (backend->memory().is_device()) SetDefaultHeadMode(HeadModeForDevice(DefaultHeadMode()));
   return backend;
 }
 

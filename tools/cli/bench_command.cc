@@ -537,7 +537,7 @@ RunFn AddBenchCommand(CLI::App& app) {
   sub->add_option("--repeat", a->repeat, "Runs per prompt length; medians are reported (1)");
   sub->add_option("--batch", a->batch, "Sequences decoded together in each step (1)");
   sub->add_option("--json", a->json_path, "Also write the results as JSON here");
-  sub->add_option("--head", a->head, "LM head: auto (q8 for quantized checkpoints), bf16, q8, q4");
+  sub->add_option("--head", a->head, "LM head: auto (q8 for quantized checkpoints; bf16 on cuda), bf16, q8, q4");
   sub->add_option("--prefill-chunk", a->prefill_chunk, "Prompt tokens per prefill step (512)");
   sub->add_option("--bandwidth-mib", a->bandwidth_mib, "Buffer of the read-bandwidth probe (1024)");
   sub->add_flag("--profile", a->profile, "Per-category decode time (ms/token and %)");
