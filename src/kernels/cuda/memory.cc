@@ -47,11 +47,7 @@ class DeviceMemoryImpl final : public Memory {
     if (!staging::Ready()) return LastError();
     if (bytes == 0) return Status();
     if (bytes <= kStageHalf && Staged(dst, host_src, bytes)) return Status();
-    if (staging::Failed()) return LastError();
-    if (!staging::Ok(cudaMemcpy(dst, host_src, bytes, cudaMemcpyHostToDevice),
-                     "upload to device memory")) {
-      return LastError();
-    }
+    if (staging::Failed() || !staging::ToDevice(dst, host_src, bytes)) return LastError();
     return Status();
   }
 
@@ -61,10 +57,7 @@ class DeviceMemoryImpl final : public Memory {
     if (!staging::Launched("an op before a download")) return LastError();
     if (bytes == 0) return Status();
     // Waits for the queued ops: an asynchronous fault in one of them is returned here.
-    if (!staging::Ok(cudaMemcpy(host_dst, src, bytes, cudaMemcpyDeviceToHost),
-                     "download from device memory (or an op queued before it)")) {
-      return LastError();
-    }
+    if (!staging::ToHost(host_dst, src, bytes)) return LastError();
     return Status();
   }
 

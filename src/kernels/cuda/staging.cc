@@ -167,7 +167,7 @@ bool ToDevice(void* dst, const void* src, size_t bytes) {
 
 bool ToHost(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return !Failed();
-  return Ok(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "copy device->host");
+  return Ok(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "copy device->host (or an op queued before it)");
 }
 
 bool Sync(const char* what) {
