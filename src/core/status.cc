@@ -13,6 +13,7 @@ const char* StatusCodeName(StatusCode code) {
     case StatusCode::kIo: return "IO_ERROR";
     case StatusCode::kUnavailable: return "UNAVAILABLE";
     case StatusCode::kCancelled: return "CANCELLED";
+    case StatusCode::kFailedPrecondition: return "FAILED_PRECONDITION";
   }
   return "UNKNOWN";
 }

@@ -19,6 +19,8 @@ enum class StatusCode {
   kIo,
   kUnavailable,      // temporarily unable (a full queue, shutting down): retry later
   kCancelled,
+  kFailedPrecondition,  // the call needs a state the system is not in (e.g. recording a CUDA
+                        // graph over an op that runs on the host)
 };
 
 const char* StatusCodeName(StatusCode code);
@@ -51,6 +53,9 @@ inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move
 inline Status IoError(std::string m) { return {StatusCode::kIo, std::move(m)}; }
 inline Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
 inline Status Cancelled(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
+inline Status FailedPrecondition(std::string m) {
+  return {StatusCode::kFailedPrecondition, std::move(m)};
+}
 
 // A value or the Status that explains why there is none.
 template <typename T>

@@ -9,17 +9,6 @@
 #include "model/gguf_weights.h"
 
 namespace g4 {
-namespace {
-
-// K/V of one step computed by a layer that owns them: [R, nkv, hd] each, post-norm and
-// post-RoPE K, post-norm V; and the view the chunk attends over (the chunk itself without a
-// cache; cached history plus the chunk with one). KV-shared layers read their donor's view.
-struct LayerKv {
-  Buffer<float> k, v;         // the whole batch's rows: [R, nkv, hd]
-  std::vector<KvView> views;  // one per batch item
-};
-
-}  // namespace
 
 bool Gemma4Model::IsGgufPath(const std::string& path) {
   std::error_code ec;
@@ -79,16 +68,16 @@ StatusOr<std::vector<float>> Gemma4Model::Forward(Backend& be, std::span<const i
   }
   const BatchItem item{ids, opt.start_pos, opt.cache, opt.last_logits_only};
   G4_ASSIGN_OR_RETURN(std::vector<std::vector<float>> out,
-                      ForwardBatch(be, std::span<const BatchItem>(&item, 1), opt.trace));
+                      ForwardBatch(be, std::span<const BatchItem>(&item, 1), opt.trace,
+                                   opt.graphs));
   return std::move(out[0]);
 }
 
 StatusOr<std::vector<std::vector<float>>> Gemma4Model::ForwardBatch(
-    Backend& be, std::span<const BatchItem> items, ForwardTrace* trace) const {
+    Backend& be, std::span<const BatchItem> items, ForwardTrace* trace,
+    StepGraphs* graphs) const {
   const ModelConfig& c = config_;
-  const ModelWeights& w = weights_;
-  const int64_t H = c.hidden_size, L = c.num_layers, P = c.ple_width, V = c.vocab_size;
-  const float eps = static_cast<float>(c.rms_norm_eps);
+  const int64_t P = c.ple_width, V = c.vocab_size;
   const size_t B = items.size();
   if (B == 0) return InvalidArgument("empty batch");
   if (trace && B != 1) return InvalidArgument("a forward trace records a single sequence");
@@ -99,6 +88,7 @@ StatusOr<std::vector<std::vector<float>>> Gemma4Model::ForwardBatch(
   // Rows of every item stacked: ids and absolute positions [R]; row_begin[b] = first row of b.
   std::vector<int32_t> ids, pos;
   std::vector<int64_t> row_begin(B + 1, 0);
+  bool decode = !trace;  // one token per item, each with its cache, last logits only
   for (size_t b = 0; b < B; ++b) {
     const BatchItem& it = items[b];
     const int64_t T = static_cast<int64_t>(it.ids.size());
@@ -127,30 +117,103 @@ StatusOr<std::vector<std::vector<float>>> Gemma4Model::ForwardBatch(
       pos.push_back(it.start_pos + static_cast<int32_t>(t));
     }
     row_begin[b + 1] = row_begin[b] + T;
+    decode = decode && T == 1 && it.cache && it.last_logits_only;
   }
-  const int64_t R = row_begin[B];
-  auto rows = [](int64_t n) { return static_cast<size_t>(n); };
+  int64_t N = 0;  // rows that get logits
+  for (size_t b = 0; b < B; ++b) {
+    N += items[b].last_logits_only ? 1 : row_begin[b + 1] - row_begin[b];
+  }
+  // The host's part of the KV writes, before any op: checks, growth, bookkeeping.
+  for (size_t b = 0; b < B; ++b) {
+    if (!items[b].cache) continue;
+    G4_RETURN_IF_ERROR(items[b].cache->Reserve(pos.data() + row_begin[b],
+                                               row_begin[b + 1] - row_begin[b]));
+  }
 
-  // The inputs in the backend's memory: ids, positions, and every layer's RoPE frequencies.
-  Buffer<int32_t> d_ids(mem), d_pos(mem);
-  G4_RETURN_IF_ERROR(d_ids.Assign(ids));
-  G4_RETURN_IF_ERROR(d_pos.Assign(pos));
-  Buffer<float> d_inv_freq(mem);
-  G4_RETURN_IF_ERROR(d_inv_freq.Assign(rope_inv_freq_));
+  // A decode step with graphs: this batch's buffers, and its recording once there is one.
+  StepGraphs::Entry* entry = nullptr;
+  bool fresh = true;
+  // (Not under a profiler: it times ops one by one.)
+  if (graphs && decode && be.can_capture() && !be.profiler() && graphs->refused_.empty()) {
+    std::vector<uint64_t> key = {B};
+    for (const BatchItem& it : items) key.push_back(it.cache->storage_id());
+    entry = &graphs->Get(key, mem, &fresh);
+  }
+  ForwardWorkspace local(mem);
+  ForwardWorkspace& ws = entry ? *entry->ws : local;
+  G4_RETURN_IF_ERROR(ws.ids.Assign(ids));
+  G4_RETURN_IF_ERROR(ws.pos.Assign(pos));
+  if (!ws.inv_freq_loaded) {
+    G4_RETURN_IF_ERROR(ws.inv_freq.Assign(rope_inv_freq_));
+    ws.inv_freq_loaded = true;
+  }
+
+  if (entry && entry->graph) {
+    G4_RETURN_IF_ERROR(entry->graph->Launch());
+    ++graphs->stats_.replayed;
+  } else if (entry && !fresh) {
+    // Second step of this batch: every buffer has its size and every weight is on the device,
+    // so the pass allocates and uploads nothing and can be recorded.
+    G4_RETURN_IF_ERROR(be.BeginCapture());
+    const Status ran = RunOps(be, ws, items, row_begin, N, nullptr);
+    StatusOr<std::unique_ptr<OpGraph>> graph = be.EndCapture();
+    G4_RETURN_IF_ERROR(ran);
+    if (graph.ok()) {
+      entry->graph = std::move(*graph);
+      graphs->stats_.ops_per_step = entry->graph->num_ops();
+      ++graphs->stats_.recorded;
+      G4_RETURN_IF_ERROR(entry->graph->Launch());
+    } else {  // nothing ran: run it op by op, and never try again
+      graphs->refused_ = graph.status().message();
+      ++graphs->stats_.op_by_op;
+      G4_RETURN_IF_ERROR(RunOps(be, ws, items, row_begin, N, nullptr));
+    }
+  } else {
+    if (graphs && decode) ++graphs->stats_.op_by_op;
+    G4_RETURN_IF_ERROR(RunOps(be, ws, items, row_begin, N, trace));
+  }
+
+  // The one copy out; on a device it also reports any failure of the step's kernels.
+  std::vector<float> host_logits(static_cast<size_t>(N * V));
+  G4_RETURN_IF_ERROR(mem.Download(host_logits.data(), ws.logits.data(),
+                                  host_logits.size() * sizeof(float)));
+  std::vector<std::vector<float>> out(B);
+  int64_t next = 0;
+  for (size_t b = 0; b < B; ++b) {
+    const int64_t n = items[b].last_logits_only ? 1 : row_begin[b + 1] - row_begin[b];
+    out[b].assign(host_logits.begin() + next * V, host_logits.begin() + (next + n) * V);
+    next += n;
+  }
+  return out;
+}
+
+Status Gemma4Model::RunOps(Backend& be, ForwardWorkspace& ws, std::span<const BatchItem> items,
+                           const std::vector<int64_t>& row_begin, int64_t N,
+                           ForwardTrace* trace) const {
+  const ModelConfig& c = config_;
+  const ModelWeights& w = weights_;
+  const int64_t H = c.hidden_size, L = c.num_layers, P = c.ple_width, V = c.vocab_size;
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  const size_t B = items.size();
+  const int64_t R = row_begin[B];
+  Memory& mem = be.memory();
+  auto rows = [](int64_t n) { return static_cast<size_t>(n); };
+  const int32_t* d_ids = ws.ids.data();
+  const int32_t* d_pos = ws.pos.data();
+  const KvWriter kv_write = [&be](const KvWriteArgs& a) { be.KvWrite(a); };
 
   // §2.1 scaled embedding. x0 = h: [R, H]
-  Buffer<float> h(mem);
+  Buffer<float>& h = ws.h;
   G4_RETURN_IF_ERROR(h.Allocate(rows(R * H)));
-  be.Embed(w.embed, d_ids.data(), R, static_cast<float>(std::sqrt(static_cast<double>(H))),
-           h.data());
+  be.Embed(w.embed, d_ids, R, static_cast<float>(std::sqrt(static_cast<double>(H))), h.data());
 
   // §2.2 per-layer inputs. ple: [R, L, P]
-  Buffer<float> ple(mem);
+  Buffer<float>& ple = ws.ple;
   if (P > 0) {
-    Buffer<float> table(mem);
+    Buffer<float>& table = ws.ple_table;
     G4_RETURN_IF_ERROR(table.Allocate(rows(R * L * P)));
     G4_RETURN_IF_ERROR(ple.Allocate(table.size()));
-    be.Embed(w.ple_embed, d_ids.data(), R, static_cast<float>(std::sqrt(static_cast<double>(P))),
+    be.Embed(w.ple_embed, d_ids, R, static_cast<float>(std::sqrt(static_cast<double>(P))),
              table.data());
     be.MatMul(w.ple_model_proj, h.data(), R, ple.data());
     be.Scale(ple.data(), R * L * P, static_cast<float>(1.0 / std::sqrt(static_cast<double>(H))));
@@ -165,69 +228,71 @@ StatusOr<std::vector<std::vector<float>>> Gemma4Model::ForwardBatch(
     return mem.Download(trace->hidden.data() + at, h.data(), h.bytes());
   };
   if (trace) {
-    trace->ple.resize(ple.size());
+    trace->ple.resize(P > 0 ? ple.size() : 0);
     if (P > 0) G4_RETURN_IF_ERROR(mem.Download(trace->ple.data(), ple.data(), ple.bytes()));
     trace->hidden.clear();
     G4_RETURN_IF_ERROR(record_hidden());
   }
 
-  // kv[layer].views[b]: what item b attends over at a layer that owns K/V (§2.5: shared layers
+  // views[layer][b]: what item b attends over at a layer that owns K/V (§2.5: shared layers
   // read their donor's entry).
-  std::vector<LayerKv> kv(static_cast<size_t>(L));
-  Buffer<float> a(mem), o(mem), q(mem), attn(mem), gate(mem), up(mem), g(mem);
+  std::vector<std::vector<KvView>> views(static_cast<size_t>(L));
+  while (ws.k.size() < static_cast<size_t>(L)) ws.k.emplace_back(mem), ws.v.emplace_back(mem);
+  Buffer<float> &a = ws.a, &o = ws.o, &q = ws.q, &attn = ws.attn, &gate = ws.gate, &up = ws.up,
+                &g = ws.g;
   G4_RETURN_IF_ERROR(a.Allocate(rows(R * H)));
   G4_RETURN_IF_ERROR(o.Allocate(rows(R * H)));
   for (const LayerConfig& l : c.layers) {
     const LayerWeights& lw = w.layers[static_cast<size_t>(l.index)];
     const int64_t hd = l.head_dim, nq = l.n_heads, nkv = l.n_kv_heads, I = l.mlp_width;
-    const float* inv_freq = d_inv_freq.data() + rope_at_[static_cast<size_t>(l.index)];
+    const float* inv_freq = ws.inv_freq.data() + rope_at_[static_cast<size_t>(l.index)];
 
     // §2.3 attention block: h += post_attn_norm(o_proj(attend(input_norm(h))))
     be.RmsNorm(h.data(), lw.input_norm, R, H, eps, a.data());
     G4_RETURN_IF_ERROR(q.Allocate(rows(R * nq * hd)));              // q: [R, nq, hd]
     be.MatMul(lw.q_proj, a.data(), R, q.data());
     be.RmsNorm(q.data(), lw.q_norm, R * nq, hd, eps, q.data());
-    be.Rope(q.data(), d_pos.data(), R, nq, hd, inv_freq);
+    be.Rope(q.data(), d_pos, R, nq, hd, inv_freq);
     if (!l.kv_shared()) {  // §2.4: this layer owns its K/V
-      LayerKv& own = kv[static_cast<size_t>(l.index)];
-      own.k = Buffer<float>(mem);
-      own.v = Buffer<float>(mem);
-      G4_RETURN_IF_ERROR(own.k.Allocate(rows(R * nkv * hd)));       // k, v: [R, nkv, hd]
-      G4_RETURN_IF_ERROR(own.v.Allocate(own.k.size()));
-      be.MatMul(lw.k_proj, a.data(), R, own.k.data());
+      Buffer<float>& k = ws.k[static_cast<size_t>(l.index)];
+      Buffer<float>& v = ws.v[static_cast<size_t>(l.index)];
+      G4_RETURN_IF_ERROR(k.Allocate(rows(R * nkv * hd)));           // k, v: [R, nkv, hd]
+      G4_RETURN_IF_ERROR(v.Allocate(k.size()));
+      be.MatMul(lw.k_proj, a.data(), R, k.data());
       if (l.has_v_proj) {
-        be.MatMul(lw.v_proj, a.data(), R, own.v.data());
+        be.MatMul(lw.v_proj, a.data(), R, v.data());
       } else {  // attention_k_eq_v: V is the raw K projection, before k_norm and RoPE
-        G4_RETURN_IF_ERROR(mem.Copy(own.v.data(), own.k.data(), own.k.bytes()));
+        G4_RETURN_IF_ERROR(mem.Copy(v.data(), k.data(), k.bytes()));
       }
-      be.RmsNorm(own.k.data(), lw.k_norm, R * nkv, hd, eps, own.k.data());
-      be.Rope(own.k.data(), d_pos.data(), R, nkv, hd, inv_freq);
-      be.RmsNorm(own.v.data(), TensorView{}, R * nkv, hd, eps, own.v.data());  // no weight
-      own.views.resize(B);
+      be.RmsNorm(k.data(), lw.k_norm, R * nkv, hd, eps, k.data());
+      be.Rope(k.data(), d_pos, R, nkv, hd, inv_freq);
+      be.RmsNorm(v.data(), TensorView{}, R * nkv, hd, eps, v.data());  // no weight
+      std::vector<KvView>& own = views[static_cast<size_t>(l.index)];
+      own.resize(B);
       for (size_t b = 0; b < B; ++b) {
         const int64_t r0 = row_begin[b], T = row_begin[b + 1] - r0;
-        const float* k = own.k.data() + r0 * nkv * hd;
-        const float* v = own.v.data() + r0 * nkv * hd;
+        const float* kb = k.data() + r0 * nkv * hd;
+        const float* vb = v.data() + r0 * nkv * hd;
         if (items[b].cache) {
-          G4_ASSIGN_OR_RETURN(own.views[b],
-                              items[b].cache->Update(l.index, k, v, pos.data() + r0, T));
+          G4_ASSIGN_OR_RETURN(own[b], items[b].cache->Write(kv_write, l.index, kb, vb,
+                                                            d_pos + r0, T));
         } else {
-          own.views[b] = KvView{k, v, d_pos.data() + r0, T};
+          own[b] = KvView{kb, vb, d_pos + r0, T};
         }
       }
     }
-    const std::vector<KvView>& views = kv[static_cast<size_t>(l.kv_source)].views;
+    const std::vector<KvView>& lv = views[static_cast<size_t>(l.kv_source)];
     G4_RETURN_IF_ERROR(attn.Allocate(q.size()));                    // attn: [R, nq, hd]
     for (size_t b = 0; b < B; ++b) {
       const int64_t r0 = row_begin[b];
       AttentionArgs args;
       args.q = q.data() + r0 * nq * hd;
-      args.k = views[b].k;
-      args.v = views[b].v;
-      args.q_pos = d_pos.data() + r0;
-      args.k_pos = views[b].pos;
+      args.k = lv[b].k;
+      args.v = lv[b].v;
+      args.q_pos = d_pos + r0;
+      args.k_pos = lv[b].pos;
       args.T = row_begin[b + 1] - r0;
-      args.S = views[b].S;
+      args.S = lv[b].S;
       args.n_heads = nq;
       args.n_kv_heads = nkv;
       args.head_dim = hd;
@@ -270,11 +335,7 @@ StatusOr<std::vector<std::vector<float>>> Gemma4Model::ForwardBatch(
   // §2.9 final norm, tied head (unscaled embedding), softcap — for the rows that need logits,
   // gathered so the head's weights are read once for the whole batch (each item's rows are
   // consecutive: one copy per item).
-  Buffer<float> y(mem);                                             // y: [N, H]
-  int64_t N = 0;
-  for (size_t b = 0; b < B; ++b) {
-    N += items[b].last_logits_only ? 1 : row_begin[b + 1] - row_begin[b];
-  }
+  Buffer<float>& y = ws.y;                                          // y: [N, H]
   G4_RETURN_IF_ERROR(y.Allocate(rows(N * H)));
   for (size_t b = 0, next = 0; b < B; ++b) {
     const int64_t first = items[b].last_logits_only ? row_begin[b + 1] - 1 : row_begin[b];
@@ -284,23 +345,12 @@ StatusOr<std::vector<std::vector<float>>> Gemma4Model::ForwardBatch(
     next += static_cast<size_t>(n);
   }
   be.RmsNorm(y.data(), w.final_norm, N, H, eps, y.data());
-  Buffer<float> logits(mem);                                        // logits: [N, V]
-  G4_RETURN_IF_ERROR(logits.Allocate(rows(N * V)));
-  be.MatMul(w.lm_head, y.data(), N, logits.data());
+  G4_RETURN_IF_ERROR(ws.logits.Allocate(rows(N * V)));             // logits: [N, V]
+  be.MatMul(w.lm_head, y.data(), N, ws.logits.data());
   if (c.final_logit_softcap > 0) {
-    be.Softcap(logits.data(), N * V, static_cast<float>(c.final_logit_softcap));
+    be.Softcap(ws.logits.data(), N * V, static_cast<float>(c.final_logit_softcap));
   }
-  // The one copy out; on a device it also reports any failure of the step's kernels.
-  std::vector<float> host_logits(logits.size());
-  G4_RETURN_IF_ERROR(mem.Download(host_logits.data(), logits.data(), logits.bytes()));
-  std::vector<std::vector<float>> out(B);
-  int64_t next = 0;
-  for (size_t b = 0; b < B; ++b) {
-    const int64_t n = items[b].last_logits_only ? 1 : row_begin[b + 1] - row_begin[b];
-    out[b].assign(host_logits.begin() + next * V, host_logits.begin() + (next + n) * V);
-    next += n;
-  }
-  return out;
+  return Status();
 }
 
 }  // namespace g4

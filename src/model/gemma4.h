@@ -13,6 +13,7 @@
 #include "loader/weight_store.h"
 #include "model/config.h"
 #include "model/kv_store.h"
+#include "model/step_graphs.h"
 #include "model/weights.h"
 #include "ops/backend.h"
 
@@ -52,6 +53,7 @@ class Gemma4Model {
     KvStore* cache = nullptr;      // null: ids is the whole sequence (start_pos must be 0)
     bool last_logits_only = false; // compute the head for the last position only
     ForwardTrace* trace = nullptr;
+    StepGraphs* graphs = nullptr;  // records and replays decode steps (model/step_graphs.h)
   };
 
   // Runs ids[0..T) at positions start_pos..start_pos+T-1. Without a cache this is the full
@@ -75,15 +77,24 @@ class Gemma4Model {
   // Runs several sequences in one pass over the weights (continuous batching): their tokens
   // are stacked for every matmul and norm, and each attends only over its own cache. Returns
   // each item's logits ([T_i, vocab], or [1, vocab] with last_logits_only), in item order.
-  // `trace` (single item only) records x0/PLE/hidden states.
+  // `trace` (single item only) records x0/PLE/hidden states. With `graphs` and a backend that
+  // records op graphs, a decode step (every item one token with its cache, last logits only)
+  // is recorded on its batch's second step and replayed after (model/step_graphs.h); the
+  // logits are the same either way.
   StatusOr<std::vector<std::vector<float>>> ForwardBatch(Backend& backend,
                                                          std::span<const BatchItem> items,
-                                                         ForwardTrace* trace = nullptr) const;
+                                                         ForwardTrace* trace = nullptr,
+                                                         StepGraphs* graphs = nullptr) const;
 
  private:
   Gemma4Model() = default;
   // Fills rope_inv_freq_ from config_ (after either Load).
   void PrepareRope();
+  // The ops of one pass over stacked rows (ids and positions already in ws): everything from
+  // the embedding to ws.logits ([N, vocab]); no upload, download or allocation once ws has
+  // held the same shapes, so it can be recorded. row_begin: [B + 1]; N: rows with logits.
+  Status RunOps(Backend& be, ForwardWorkspace& ws, std::span<const BatchItem> items,
+                const std::vector<int64_t>& row_begin, int64_t N, ForwardTrace* trace) const;
 
   ModelConfig config_;
   // Every layer's RoPE inverse frequencies, concatenated ([hd / 2] each, at rope_at_[layer]):

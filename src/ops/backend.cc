@@ -20,6 +20,7 @@ OpTable MakeRefTable() {
   t.embed = ref::Embed;
   t.add = ref::Add;
   t.scale = ref::Scale;
+  t.kv_write = ref::KvWrite;
   return t;
 }
 
@@ -51,6 +52,7 @@ OpTable MakeCudaTable() {
   t.embed = cuda::dev::Embed;
   t.add = cuda::dev::Add;
   t.scale = cuda::dev::Scale;
+  t.kv_write = cuda::dev::KvWrite;
   return t;
 }
 #endif
@@ -138,6 +140,28 @@ StatusOr<std::unique_ptr<Backend>> Backend::Create(BackendKind kind, int threads
   auto b = std::make_unique<Backend>(kind, threads);
   if (!b->status().ok()) return b->status();
   return b;
+}
+
+bool Backend::can_capture() const {
+#ifdef G4_HAS_CUDA
+  return kind_ == BackendKind::kCuda && status_.ok();
+#else
+  return false;
+#endif
+}
+
+Status Backend::BeginCapture() {
+#ifdef G4_HAS_CUDA
+  if (can_capture()) return cuda::BeginCapture();
+#endif
+  return Unimplemented(std::string("backend=") + BackendName(kind_) + " records no op graphs");
+}
+
+StatusOr<std::unique_ptr<OpGraph>> Backend::EndCapture() {
+#ifdef G4_HAS_CUDA
+  if (can_capture()) return cuda::EndCapture();
+#endif
+  return Unimplemented(std::string("backend=") + BackendName(kind_) + " records no op graphs");
 }
 
 std::string Backend::PolicyString() const {

@@ -13,6 +13,8 @@
 #include "ops/elementwise.h"
 #include "ops/embed.h"
 #include "ops/gelu.h"
+#include "ops/graph.h"
+#include "ops/kv_write.h"
 #include "ops/matmul.h"
 #include "ops/memory.h"
 #include "ops/profiler.h"
@@ -43,6 +45,7 @@ struct OpTable {
   EmbedFn embed = nullptr;
   AddFn add = nullptr;
   ScaleFn scale = nullptr;
+  KvWriteFn kv_write = nullptr;
 };
 
 // The table of one backend. Ops a backend does not implement fall back to the ref kernel (the
@@ -114,6 +117,18 @@ class Backend {
   void Scale(float* x, int64_t n, float s) {
     Timed(OpProfiler::kElementwise, [&] { ops_.scale(pool_, x, n, s); });
   }
+  void KvWrite(const KvWriteArgs& args) {
+    Timed(OpProfiler::kElementwise, [&] { ops_.kv_write(pool_, args); });
+  }
+
+  // Op graphs (ops/graph.h): whether this backend records them (a running kCuda backend), and
+  // the recording. Between BeginCapture and EndCapture the ops this thread issues on this
+  // backend are recorded, not run; nothing may be uploaded, downloaded or allocated meanwhile.
+  // EndCapture fails (FailedPrecondition, naming the op) when an op could not be recorded (one
+  // that runs on the host), and the backend stays usable. Unimplemented on ref and CPU.
+  bool can_capture() const;
+  Status BeginCapture();
+  StatusOr<std::unique_ptr<OpGraph>> EndCapture();
 
  private:
   bool Profiling() const { return profiler_ != nullptr && profiler_->enabled(); }

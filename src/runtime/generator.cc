@@ -42,6 +42,7 @@ StatusOr<GenerationResult> Generate(const Gemma4Model& model, Backend& backend,
   stats.prefill_seconds = Seconds(t0, Clock::now());
 
   Sequence seq(std::vector<int32_t>(prompt.begin(), prompt.end()), o, cb.decode_piece);
+  StepGraphs graphs;  // decode steps recorded once and replayed, where the backend can
   while (!seq.finished()) {
     const Sequence::Step step = seq.Accept(logits, cache->size() < cache->max_context());
     if (cb.on_token && (!step.text.empty() || step.token >= 0) && !cb.on_token(step.token, step.text)) {
@@ -50,7 +51,12 @@ StatusOr<GenerationResult> Generate(const Gemma4Model& model, Backend& backend,
     if (seq.finished()) break;
     const auto t_step = Clock::now();  // decode steps alone: the decode-speed gauge
     const int32_t one[] = {seq.next_token()};
-    G4_ASSIGN_OR_RETURN(logits, Prefill(model, backend, *cache, one, 1));
+    Gemma4Model::ForwardOptions step_options;
+    step_options.start_pos = cache->size();
+    step_options.cache = cache.get();
+    step_options.last_logits_only = true;
+    step_options.graphs = &graphs;
+    G4_ASSIGN_OR_RETURN(logits, model.Forward(backend, one, step_options));
     stats.decode_seconds += Seconds(t_step, Clock::now());
     ++stats.decode_steps;
   }

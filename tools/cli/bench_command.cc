@@ -53,7 +53,7 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
 struct BenchArgs {
   std::string model_dir, backend = "cpu", contexts = "41,521,2057", json_path, head = "auto";
   int decode = 64, repeat = 1, threads = 0, prefill_chunk = kDefaultPrefillChunk, batch = 1;
-  bool profile = false, head_error = false;
+  bool profile = false, head_error = false, graphs = true;
   double bandwidth_mib = 1024;
 };
 
@@ -63,6 +63,8 @@ struct RunResult {
   int64_t steps = 0;           // decode forwards, each of `batch` tokens
   std::vector<double> step_s;  // each decode forward
   double decode_cpu_s = 0;     // process CPU time (user + sys) over the decode steps
+  StepGraphs::Stats graphs;    // how the decode steps ran (recorded graphs or op by op)
+  std::string graphs_refused;
 };
 
 // User + system CPU time of the whole process (every thread), in seconds.
@@ -198,8 +200,10 @@ double KvBytesPerToken(const ModelConfig& c, int context) {
 
 // Prefills `batch` sequences with `prompt` (one after another), then runs `decode` greedy steps
 // with all of them in each forward, as the server's continuous batching does.
+// With `graphs` (and a backend that records them) the decode steps are recorded and replayed
+// (model/step_graphs.h); a profiler times ops one by one, so it runs them op by op.
 StatusOr<RunResult> RunOnce(const Gemma4Model& m, Backend& be, const std::vector<int32_t>& prompt,
-                            int decode, int chunk, int batch, OpProfiler* profiler) {
+                            int decode, int chunk, int batch, OpProfiler* profiler, bool graphs) {
   const ModelConfig& c = m.config();
   const int context = std::min<int>(static_cast<int>(prompt.size()) + decode + 1,
                                     c.max_position_embeddings);
@@ -217,6 +221,8 @@ StatusOr<RunResult> RunOnce(const Gemma4Model& m, Backend& be, const std::vector
   const double cpu0 = ProcessCpuSeconds();
   std::vector<int32_t> next(B);
   std::vector<Gemma4Model::BatchItem> items(B);
+  StepGraphs step_graphs;
+  StepGraphs* use_graphs = graphs && !profiler ? &step_graphs : nullptr;
   for (int k = 0; k < decode && caches[0]->size() < caches[0]->max_context(); ++k) {
     const auto ts = Clock::now();
     for (size_t b = 0; b < B; ++b) {
@@ -225,7 +231,7 @@ StatusOr<RunResult> RunOnce(const Gemma4Model& m, Backend& be, const std::vector
     }
     const auto tf = Clock::now();
     r.sampling_s += Seconds(ts, tf);
-    G4_ASSIGN_OR_RETURN(logits, m.ForwardBatch(be, items));
+    G4_ASSIGN_OR_RETURN(logits, m.ForwardBatch(be, items, nullptr, use_graphs));
     const double step = Seconds(tf, Clock::now());
     r.decode_s += step;
     r.step_s.push_back(step);
@@ -236,6 +242,8 @@ StatusOr<RunResult> RunOnce(const Gemma4Model& m, Backend& be, const std::vector
   for (const std::vector<float>& l : logits) (void)Argmax(l);  // the tokens after the last step
   r.sampling_s += Seconds(ts, Clock::now());
   if (profiler) profiler->set_enabled(false);
+  r.graphs = step_graphs.stats();
+  r.graphs_refused = step_graphs.refused();
   return r;
 }
 
@@ -363,7 +371,8 @@ int Run(const BenchArgs& a) {
 
   // Warm-up (untimed): faults in every weight page and sizes the kernels' scratch buffers.
   {
-    auto warm = RunOnce(model, be, PromptIds(c, 8, 1), 2, a.prefill_chunk, a.batch, nullptr);
+    auto warm = RunOnce(model, be, PromptIds(c, 8, 1), 3, a.prefill_chunk, a.batch, nullptr,
+                        a.graphs);
     if (!warm.ok()) return fail(warm.status());
   }
 
@@ -374,6 +383,8 @@ int Run(const BenchArgs& a) {
   };
   std::vector<Row> rows;
   std::string profiles;
+  StepGraphs::Stats graph_stats;  // over every timed run
+  std::string graphs_refused;
   for (int ctx : *contexts) {
     if (ctx + a.decode + 1 > c.max_position_embeddings) {
       return fail(InvalidArgument("--contexts " + std::to_string(ctx) + " + --decode does not fit "
@@ -385,7 +396,7 @@ int Run(const BenchArgs& a) {
     RunResult sum;
     for (int r = 0; r < a.repeat; ++r) {
       auto res = RunOnce(model, be, prompt, a.decode, a.prefill_chunk, a.batch,
-                         a.profile ? &profiler : nullptr);
+                         a.profile ? &profiler : nullptr, a.graphs);
       if (!res.ok()) return fail(res.status());
       const double B = a.batch;  // tokens per decode step
       prefill.push_back(B * ctx / res->prefill_s);
@@ -395,6 +406,11 @@ int Run(const BenchArgs& a) {
       sum.sampling_s += res->sampling_s;
       sum.steps += res->steps;
       sum.decode_cpu_s += res->decode_cpu_s;
+      graph_stats.recorded += res->graphs.recorded;
+      graph_stats.replayed += res->graphs.replayed;
+      graph_stats.op_by_op += res->graphs.op_by_op;
+      graph_stats.ops_per_step = std::max(graph_stats.ops_per_step, res->graphs.ops_per_step);
+      if (!res->graphs_refused.empty()) graphs_refused = res->graphs_refused;
       steps.insert(steps.end(), res->step_s.begin(), res->step_s.end());
     }
     const double flops = PrefillFlopsPerToken(model, ctx, a.prefill_chunk);
@@ -478,6 +494,21 @@ int Run(const BenchArgs& a) {
               Gb(static_cast<double>(resident_anon)).c_str(),
               Gb(static_cast<double>(peak)).c_str(), a.bandwidth_mib,
               Gb(static_cast<double>(model.mapped_bytes())).c_str(), load_s);
+  // How the decode steps ran: recorded once and replayed (CUDA graphs) or op by op.
+  std::string graphs_line;
+  if (!a.graphs || a.profile) {
+    graphs_line = a.profile ? "op by op (--profile)" : "op by op (--graphs=false)";
+  } else if (!be.can_capture()) {
+    graphs_line = std::string("op by op (backend=") + BackendName(be.kind()) + " records no graphs)";
+  } else if (!graphs_refused.empty()) {
+    graphs_line = "op by op, recording refused: " + graphs_refused;
+  } else {
+    graphs_line = std::to_string(graph_stats.replayed) + " replayed from CUDA graphs of " +
+                  std::to_string(graph_stats.ops_per_step) + " ops, " +
+                  std::to_string(graph_stats.recorded) + " recorded, " +
+                  std::to_string(graph_stats.op_by_op) + " op by op";
+  }
+  std::printf("decode steps: %s\n", graphs_line.c_str());
   if (!profiles.empty()) std::printf("\n%s", profiles.c_str());
 
   ordered_json out;
@@ -509,6 +540,12 @@ int Run(const BenchArgs& a) {
   out["batch"] = a.batch;
   out["repeat"] = a.repeat;
   out["runs"] = runs;
+  out["decode_graphs"] = {{"summary", graphs_line},
+                          {"recorded", graph_stats.recorded},
+                          {"replayed", graph_stats.replayed},
+                          {"op_by_op", graph_stats.op_by_op},
+                          {"ops_per_step", graph_stats.ops_per_step},
+                          {"refused", graphs_refused}};
 
   if (a.head_error) {
     const int n = std::min(64, contexts->front());
@@ -540,7 +577,10 @@ RunFn AddBenchCommand(CLI::App& app) {
   sub->add_option("--head", a->head, "LM head: auto (q8 for quantized checkpoints; bf16 on cuda), bf16, q8, q4");
   sub->add_option("--prefill-chunk", a->prefill_chunk, "Prompt tokens per prefill step (512)");
   sub->add_option("--bandwidth-mib", a->bandwidth_mib, "Buffer of the read-bandwidth probe (1024)");
-  sub->add_flag("--profile", a->profile, "Per-category decode time (ms/token and %)");
+  sub->add_flag("--profile", a->profile, "Per-category decode time (ms/token and %; runs op by op)");
+  sub->add_option("--graphs", a->graphs,
+                  "Record decode steps as CUDA graphs and replay them, where the backend can "
+                  "(true; false: op by op)");
   sub->add_flag("--head-error", a->head_error,
                 "Logits error of the q8 / q4 LM head copies vs bf16 (extra loads + forwards)");
   return [a] { return Run(*a); };

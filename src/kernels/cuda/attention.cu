@@ -2,7 +2,9 @@
 // each owning `rows_per_warp` query rows; lane l holds head-dim elements l, l + 32, ... of each
 // row's q and output accumulator in registers, so shared-memory reads of a K/V row by a warp are
 // conflict-free. Scores of the current key tile go to a per-row shared buffer (written by lane 0
-// after the warp reduction, read by all lanes after __syncwarp).
+// after the warp reduction, read by all lanes after __syncwarp). A key tile no query row of the
+// block can see (empty slots of a fixed-capacity view, k_pos -1; keys outside every row's
+// window) is neither loaded nor scored: the block decides with __syncthreads_or.
 #include "kernels/cuda/attention.h"
 
 #include <cmath>
@@ -68,7 +70,20 @@ __global__ void __launch_bounds__(kAttentionWarps * 32) AttnKernel(AttnParams p)
   const int64_t s_end = s_begin + p.chunk < p.S ? s_begin + p.chunk : p.S;
   for (int64_t s0 = s_begin; s0 < s_end; s0 += bc) {
     const int n_keys = static_cast<int>(s_end - s0 < bc ? s_end - s0 : bc);
-    __syncthreads();  // the previous tile is consumed
+    // Whether any (row, key) pair of the tile is visible: each warp checks its own rows against
+    // the keys c = lane (mod 32), so together the warps cover every pair. A tile nobody sees
+    // would score -inf everywhere and change nothing: skipping it keeps the result bit-identical.
+    int seen = 0;
+    for (int c = lane; c < n_keys && !seen; c += 32) {
+      const int32_t kp = p.k_pos[s0 + c];
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        seen |= row0 + r < p.rows_total && kp >= 0 && kp <= qp[r] &&
+                (p.window <= 0 || qp[r] - kp < p.window);
+      }
+    }
+    // Also the barrier after which the previous tile is consumed (block-uniform result).
+    if (!__syncthreads_or(seen)) continue;
     for (int idx = tid; idx < n_keys * hd; idx += kAttentionWarps * 32) {
       const int c = idx / hd, d = idx % hd;
       const int64_t g = ((s0 + c) * p.n_kv + kvh) * p.hd + d;

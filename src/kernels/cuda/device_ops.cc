@@ -4,7 +4,10 @@
 // nothing synchronizes. Weights the device kernels do not define (int8 groups, GGUF blocks:
 // e.g. g4's int8-per-row LM head) and attention with a head_dim the device kernel does not
 // define (not a multiple of 32: small test models; Gemma 4's 256 and 512 run on the device) run
-// the CPU kernel on host copies of the inputs, and the result is uploaded.
+// the CPU kernel on host copies of the inputs, and the result is uploaded: never while a graph
+// is captured (a graph cannot record host work), where the attempt fails the capture instead.
+#include <string>
+
 #include "kernels/cpu/kernels.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/kernels.h"
@@ -28,6 +31,10 @@ namespace {
 // y = x @ w^T on the CPU kernel, through host copies of x and y.
 void MatMulOnHost(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y) {
   using namespace staging;
+  if (CaptureRefuses("matmul of " + StorageName(w) + " weight " + ShapeToString(w.shape) +
+                     " runs on the host")) {
+    return;
+  }
   const int64_t N = w.dim(0), K = w.dim(1);
   float* hx = HostScratchOf<float>(0, T * K);
   float* hy = HostScratchOf<float>(1, T * N);
@@ -39,6 +46,10 @@ void MatMulOnHost(ThreadPool& pool, const TensorView& w, const float* x, int64_t
 // Attention on the CPU kernel, through host copies of q, k, v, the positions and out.
 void AttentionOnHost(ThreadPool& pool, const AttentionArgs& a) {
   using namespace staging;
+  if (CaptureRefuses("attention with head_dim " + std::to_string(a.head_dim) +
+                     " runs on the host")) {
+    return;
+  }
   const int64_t q_n = a.T * a.n_heads * a.head_dim, kv_n = a.S * a.n_kv_heads * a.head_dim;
   AttentionArgs h = a;
   float* q = HostScratchOf<float>(0, q_n);

@@ -38,6 +38,10 @@ void Embed(ThreadPool& pool, const TensorView& table, const int32_t* ids, int64_
   if (T <= 0 || !Ready()) return;
   const int64_t D = table.dim(1), n = T * D;
   if (!EmbedOnDevice(table)) {
+    if (CaptureRefuses("embedding table " + ShapeToString(table.shape) + " " +
+                       StorageName(table) + " is gathered on the host")) {
+      return;
+    }
     // The ids come to the host, the rows go back: T ids and T * D floats, not the table.
     auto* hids = HostScratchOf<int32_t>(0, T);
     float* hout = HostScratchOf<float>(1, n);

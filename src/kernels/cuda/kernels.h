@@ -1,7 +1,7 @@
 // The CUDA backend's op functions, with exactly the signatures and contracts of ops/*.h, so
 // ops/backend.cc puts them in an OpTable like the ref and CPU kernels. No CUDA headers here.
 //
-// Two sets of the same nine ops:
+// Two sets of the same ten ops:
 //   - cuda::dev (the kCuda Backend's table): every float / int32 pointer (x, y, out, ids,
 //     positions, inv_freq, AttentionArgs q/k/v/q_pos/k_pos/out) is DeviceMemory(). The ops launch
 //     on one stream and return without synchronizing; a CUDA failure is recorded once
@@ -26,7 +26,9 @@
 // case (or iteration) that frees its tensors.
 #pragma once
 
+#include <memory>
 #include <string>
+#include <utility>
 
 #include "core/status.h"
 #include "core/thread_pool.h"
@@ -35,6 +37,8 @@
 #include "ops/elementwise.h"
 #include "ops/embed.h"
 #include "ops/gelu.h"
+#include "ops/graph.h"
+#include "ops/kv_write.h"
 #include "ops/matmul.h"
 #include "ops/rms_norm.h"
 #include "ops/rope.h"
@@ -87,6 +91,22 @@ void Embed(ThreadPool& pool, const TensorView& table, const int32_t* ids, int64_
 bool EmbedOnDevice(const TensorView& table);
 void Add(ThreadPool& pool, const float* a, const float* b, int64_t n, float* out);
 void Scale(ThreadPool& pool, float* x, int64_t n, float s);
+// Host k / v / pos and caches: the caches are uploaded, written and downloaded whole.
+void KvWrite(ThreadPool& pool, const KvWriteArgs& args);
+
+// CUDA graphs (ops/graph.h) of the cuda::dev ops and DeviceMemory().Copy. Every op and copy
+// runs on one non-blocking stream; BeginCapture records its work instead of running it
+// (cudaStreamBeginCapture, thread-local mode) until EndCapture, which instantiates the graph.
+// While capturing, what a graph cannot record is not attempted: host fallbacks (int8 / GGUF
+// matmuls, host-gathered embeddings, attention off the device), a weight's first upload (run
+// the ops once before capturing), DeviceMemory Alloc / Free / Upload / Download, the staged
+// host-pointer ops, ReleaseDeviceMemory. The first such attempt (or CUDA error) is kept and
+// EndCapture returns FailedPrecondition("cannot record a CUDA graph: <it>"); the device stays
+// usable (LastError() is not touched). BeginCapture: FailedPrecondition when already capturing,
+// the device's error when it failed.
+Status BeginCapture();
+StatusOr<std::unique_ptr<OpGraph>> EndCapture();
+bool Capturing();
 
 // The same ops on DeviceMemory() pointers (see the file comment): the kCuda op table.
 namespace dev {
@@ -102,6 +122,9 @@ void Embed(ThreadPool& pool, const TensorView& table, const int32_t* ids, int64_
            float* out);
 void Add(ThreadPool& pool, const float* a, const float* b, int64_t n, float* out);
 void Scale(ThreadPool& pool, float* x, int64_t n, float s);
+// KvWrite (ops/kv_write.h) with every pointer in DeviceMemory(): the positions are read on the
+// device, so a recorded step writes the slots of the positions it finds at launch.
+void KvWrite(ThreadPool& pool, const KvWriteArgs& args);
 }  // namespace dev
 
 }  // namespace g4::cuda

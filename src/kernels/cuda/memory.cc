@@ -1,15 +1,20 @@
 // DeviceMemory (kernels.h): g4::Memory on the CUDA device, where a kCuda Backend's activations
-// and KV caches live. cudaMalloc'd (never managed memory). Download is a synchronous cudaMemcpy
-// on the legacy default stream (staging::Stream()), so it waits for every op queued before it
-// and reports their failure; Copy (device to device) is queued on that stream. Small uploads
-// (token ids, positions, a ring's slot positions: several per step) are queued too, through a
-// pinned staging buffer: a cudaMemcpy from pageable memory would first wait for every queued
-// op, draining the device several times per step. Once the device failed (staging's sticky
-// error) every transfer returns that error.
+// and KV caches live. cudaMalloc'd (never managed memory). Every transfer is on the ops' stream
+// (staging::Stream(), non-blocking: it does not order with the legacy stream, so no cudaMemcpy
+// here). Download is a copy there and a wait, so it waits for every op queued before it and
+// reports their failure; Copy (device to device) is queued. Small uploads (token ids,
+// positions, a ring's slot positions: several per step) are queued too, through a pinned
+// staging buffer: a copy from pageable memory would first wait for every queued op, draining
+// the device several times per step. Once the device failed (staging's sticky error) every
+// transfer returns that error. While a graph is captured only Copy is recorded: Alloc, Free,
+// Upload and Download fail the capture (staging::CaptureRefuses) and do nothing, except that a
+// Free is done when the capture has ended (at the next Alloc / Free / transfer after it).
 #include <cuda_runtime.h>
 
 #include <cstring>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/staging.h"
@@ -25,6 +30,11 @@ class DeviceMemoryImpl final : public Memory {
 
   void* Alloc(size_t bytes) override {
     if (!staging::Ready()) return nullptr;
+    if (staging::CaptureRefuses("a device allocation (cudaMalloc) of " + std::to_string(bytes) +
+                                " bytes")) {
+      return nullptr;
+    }
+    FreeDeferred();
     // A launch error pending from an op belongs to that op: record it before a failed
     // cudaMalloc's error (cleared below) could be mistaken for it or hide it.
     if (!staging::Ok(cudaPeekAtLastError(), "an op before an allocation")) return nullptr;
@@ -39,12 +49,26 @@ class DeviceMemoryImpl final : public Memory {
   }
 
   void Free(void* p) override {
+    if (p == nullptr) return;
+    // cudaFree cannot be recorded (it waits for the device): freed after the capture.
+    if (staging::CaptureRefuses("a device free (cudaFree)")) {
+      std::lock_guard<std::mutex> lock(mu_);
+      deferred_.push_back(p);
+      return;
+    }
+    FreeDeferred();
     // After a device failure cudaFree may return that failure again; it is already recorded.
-    if (p != nullptr) (void)cudaFree(p);
+    (void)cudaFree(p);
   }
 
   Status Upload(void* dst, const void* host_src, size_t bytes) override {
     if (!staging::Ready()) return LastError();
+    // A recorded copy would read the host buffer as it is at each launch: refresh inputs by
+    // uploads between launches, not during the capture.
+    if (staging::CaptureRefuses("an upload of " + std::to_string(bytes) + " bytes")) {
+      return Refused("Upload");
+    }
+    FreeDeferred();
     if (bytes == 0) return Status();
     if (bytes <= kStageHalf && Staged(dst, host_src, bytes)) return Status();
     if (staging::Failed() || !staging::ToDevice(dst, host_src, bytes)) return LastError();
@@ -53,6 +77,10 @@ class DeviceMemoryImpl final : public Memory {
 
   Status Download(void* host_dst, const void* src, size_t bytes) override {
     if (!staging::Ready()) return LastError();
+    if (staging::CaptureRefuses("a download of " + std::to_string(bytes) + " bytes")) {
+      return Refused("Download");
+    }
+    FreeDeferred();
     // A failed launch is not seen by the copy: check the ops queued since the last check.
     if (!staging::Launched("an op before a download")) return LastError();
     if (bytes == 0) return Status();
@@ -98,7 +126,7 @@ class DeviceMemoryImpl final : public Memory {
     if (!staging::Ok(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice,
                                      staging::Stream()),
                      "copy within device memory")) {
-      return LastError();
+      return staging::Capturing() ? Refused("Copy") : LastError();
     }
     return Status();
   }
@@ -106,12 +134,30 @@ class DeviceMemoryImpl final : public Memory {
  private:
   static constexpr size_t kStageHalf = size_t{1} << 20;
 
+  static Status Refused(const char* what) {
+    return FailedPrecondition(std::string("DeviceMemory().") + what +
+                              " during a CUDA graph capture (EndCapture fails)");
+  }
+
+  // Frees what Free was asked for during a capture, once it has ended.
+  void FreeDeferred() {
+    if (staging::Capturing()) return;
+    std::vector<void*> ps;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (deferred_.empty()) return;
+      ps.swap(deferred_);
+    }
+    for (void* p : ps) (void)cudaFree(p);
+  }
+
   std::mutex mu_;
   char* stage_ = nullptr;  // 2 * kStageHalf pinned bytes, allocated on the first small upload
   bool stage_failed_ = false;
   cudaEvent_t left_[2] = {};
   int half_ = 0;
   size_t used_ = 0;
+  std::vector<void*> deferred_;  // Free during a capture: freed after it
 };
 
 }  // namespace

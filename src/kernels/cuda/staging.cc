@@ -33,6 +33,9 @@ struct State {
   DevicePolicy policy;
   DeviceLimits limits;
   Status error;  // the first failure, sticky
+  cudaStream_t stream = nullptr;  // every op's and copy's stream (non-blocking), made at Init
+  bool capturing = false;         // a graph capture is in progress (graph.cc)
+  std::string capture_failure;    // the first thing the capture could not record
   void* scratch[staging::kSlots] = {};
   size_t scratch_bytes[staging::kSlots] = {};
   // Key: (host data pointer, converted to compute dtype).
@@ -87,6 +90,16 @@ StatusOr<DevicePolicy> Init(int ordinal) {
   if (cudaError_t e = cudaSetDevice(ordinal); e != cudaSuccess) {
     return Unavailable("cudaSetDevice(" + std::to_string(ordinal) + "): " + cudaGetErrorString(e));
   }
+  // Non-blocking: capture is illegal on the legacy default stream (and a blocking stream would
+  // still order with it). Made once and kept, like the state itself.
+  if (st.stream == nullptr) {
+    if (cudaError_t e = cudaStreamCreateWithFlags(&st.stream, cudaStreamNonBlocking);
+        e != cudaSuccess) {
+      (void)cudaGetLastError();
+      st.stream = nullptr;
+      return Unavailable(std::string("cudaStreamCreateWithFlags: ") + cudaGetErrorString(e));
+    }
+  }
   st.policy = policy;
   st.limits = LimitsOf(info);
   st.ordinal = ordinal;
@@ -97,6 +110,8 @@ StatusOr<DevicePolicy> Init(int ordinal) {
 
 void ReleaseDeviceMemory() {
   State& st = S();
+  // cudaFree cannot be recorded; the memory stays until a release outside the capture.
+  if (staging::CaptureRefuses("ReleaseDeviceMemory (cudaFree)")) return;
   std::lock_guard<std::mutex> lock(st.mu);
   for (auto& [key, w] : st.weights) FreeWeight(w);
   st.weights.clear();
@@ -126,29 +141,49 @@ bool Ready() {
 
 const DevicePolicy& Policy() { return S().policy; }
 const DeviceLimits& Limits() { return S().limits; }
-cudaStream_t Stream() { return nullptr; }  // the legacy default stream: copies order with kernels
+cudaStream_t Stream() { return S().stream; }
 
 bool Failed() { return !S().error.ok(); }
 
 bool Ok(cudaError_t e, const char* what) {
   if (Failed()) return false;
   if (e == cudaSuccess) return true;
-  Record(Internal(std::string(what) + ": " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e)));
+  std::string msg = std::string(what) + ": " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e);
+  // While capturing, an error (a refused call, a bad launch) fails the capture, not the device.
+  if (!CaptureRefuses(msg)) Record(Internal(std::move(msg)));
   return false;
 }
 
 bool Ok(const Status& s, const char* what) {
   if (Failed()) return false;
   if (s.ok()) return true;
-  Record(Status(s.code(), std::string(what) + ": " + s.message()));
+  std::string msg = std::string(what) + ": " + s.message();
+  if (!CaptureRefuses(msg)) Record(Status(s.code(), std::move(msg)));
   return false;
 }
+
+bool Capturing() { return S().capturing; }
+
+bool CaptureRefuses(const std::string& why) {
+  State& st = S();
+  if (!st.capturing) return false;
+  if (st.capture_failure.empty()) st.capture_failure = why;
+  return true;
+}
+
+void SetCapturing(bool on) {
+  S().capturing = on;
+  if (on) S().capture_failure.clear();
+}
+
+std::string TakeCaptureFailure() { return std::move(S().capture_failure); }
 
 void* Scratch(int slot, size_t bytes) {
   State& st = S();
   if (Failed() || slot < 0 || slot >= kSlots) return nullptr;
   if (bytes == 0) bytes = 1;
   if (st.scratch_bytes[slot] < bytes) {
+    if (CaptureRefuses("staging scratch growth (cudaMalloc)")) return nullptr;
     if (st.scratch[slot] != nullptr) cudaFree(st.scratch[slot]);
     st.scratch[slot] = nullptr;
     st.scratch_bytes[slot] = 0;
@@ -160,17 +195,27 @@ void* Scratch(int slot, size_t bytes) {
   return st.scratch[slot];
 }
 
+// A graph would copy from the host memory as it is at each launch, and a capture cannot wait:
+// the copies and Sync are refused while capturing. A cudaMemcpy would run on the legacy
+// stream, which does not order with Stream(): each is an async copy on Stream() and a wait.
 bool ToDevice(void* dst, const void* src, size_t bytes) {
+  if (CaptureRefuses("a copy from host memory to the device")) return false;
   if (bytes == 0) return !Failed();
-  return Ok(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "copy host->device");
+  return Ok(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, Stream()),
+            "copy host->device") &&
+         Ok(cudaStreamSynchronize(Stream()), "copy host->device");
 }
 
 bool ToHost(void* dst, const void* src, size_t bytes) {
+  if (CaptureRefuses("a copy from the device to host memory")) return false;
   if (bytes == 0) return !Failed();
-  return Ok(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "copy device->host (or an op queued before it)");
+  const char* what = "copy device->host (or an op queued before it)";
+  return Ok(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, Stream()), what) &&
+         Ok(cudaStreamSynchronize(Stream()), what);
 }
 
 bool Sync(const char* what) {
+  if (CaptureRefuses(std::string("a wait for the device (") + what + ")")) return false;
   if (!Ok(cudaGetLastError(), what)) return false;
   return Ok(cudaStreamSynchronize(Stream()), what);
 }
@@ -182,15 +227,21 @@ const TensorView* DeviceWeight(const TensorView& w, bool convert_to_compute) {
   State& st = S();
   std::lock_guard<std::mutex> lock(st.mu);
   const auto key = std::make_pair(w.data, convert_to_compute);
-  if (auto it = st.weights.find(key); it != st.weights.end()) {
-    // The same address with another dtype, shape or size is another view (or a new tensor in
-    // freed memory): uploaded anew. The content is not looked at (a hot path: ~1000 ops per
-    // token); a new tensor of the same kind at a freed address is the caller's to prevent by
-    // ReleaseDeviceMemory (kernels.h).
-    if (it->second.host_dtype == w.dtype && it->second.host_shape == w.shape &&
-        it->second.host_bytes == w.nbytes()) {
-      return &it->second.view;
-    }
+  auto it = st.weights.find(key);
+  // The same address with another dtype, shape or size is another view (or a new tensor in
+  // freed memory): uploaded anew. The content is not looked at (a hot path: ~1000 ops per
+  // token); a new tensor of the same kind at a freed address is the caller's to prevent by
+  // ReleaseDeviceMemory (kernels.h).
+  if (it != st.weights.end() && it->second.host_dtype == w.dtype &&
+      it->second.host_shape == w.shape && it->second.host_bytes == w.nbytes()) {
+    return &it->second.view;
+  }
+  // An upload (cudaMalloc, a host copy) cannot be recorded: run the op once before capturing.
+  if (CaptureRefuses("the first use of weight " + ShapeToString(w.shape) + " " + StorageName(w) +
+                     " uploads it")) {
+    return nullptr;
+  }
+  if (it != st.weights.end()) {
     st.weight_bytes -= static_cast<int64_t>(it->second.bytes);
     FreeWeight(it->second);
     st.weights.erase(it);
@@ -235,8 +286,8 @@ const TensorView* DeviceWeight(const TensorView& w, bool convert_to_compute) {
   }
   c.view.data = c.data;
   st.weight_bytes += static_cast<int64_t>(c.bytes);
-  auto [it, inserted] = st.weights.emplace(key, std::move(c));
-  return &it->second.view;
+  auto [added, inserted] = st.weights.emplace(key, std::move(c));
+  return &added->second.view;
 }
 
 void* HostScratch(int slot, size_t bytes) {

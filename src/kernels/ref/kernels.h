@@ -7,6 +7,7 @@
 #include "ops/elementwise.h"
 #include "ops/embed.h"
 #include "ops/gelu.h"
+#include "ops/kv_write.h"
 #include "ops/matmul.h"
 #include "ops/rms_norm.h"
 #include "ops/rope.h"
@@ -26,6 +27,8 @@ void Embed(ThreadPool& pool, const TensorView& table, const int32_t* ids, int64_
            float* out);
 void Add(ThreadPool& pool, const float* a, const float* b, int64_t n, float* out);
 void Scale(ThreadPool& pool, float* x, int64_t n, float s);
+// Plain row copies: also the CPU backend's KvWrite (memcpy has nothing left to vectorize).
+void KvWrite(ThreadPool& pool, const KvWriteArgs& a);
 
 // gelu_tanh of one value, in f64 (shared by the ref kernels and the CPU kernels' scalar tails).
 double GeluTanh(double x);

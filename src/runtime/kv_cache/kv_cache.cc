@@ -30,27 +30,51 @@ StatusOr<std::unique_ptr<SequenceKvCache>> SequenceKvCache::Create(const ModelCo
       cache->ring_bytes_ += row_bytes * static_cast<size_t>(c.sliding_window);
       ++cache->num_rings_;
     } else {
-      slot.emplace<BlockKvCache>(l.n_kv_heads, l.head_dim, block_size, max_context, memory);
+      slot.emplace<FullKvCache>(l.n_kv_heads, l.head_dim, block_size, max_context, memory);
       cache->bytes_per_token_ += row_bytes;
     }
   }
   return cache;
 }
 
-StatusOr<KvView> SequenceKvCache::Update(int layer, const float* k, const float* v,
-                                         const int32_t* pos, int64_t C) {
-  if (layer < 0 || layer >= num_layers_) return Internal("KV cache: no layer " + std::to_string(layer));
+Status SequenceKvCache::Reserve(const int32_t* pos, int64_t C) {
+  if (C <= 0) return Internal("KV cache: empty chunk");
+  if (pos[0] != size_) {
+    return Internal("KV cache: position " + std::to_string(pos[0]) + " written where " +
+                    std::to_string(size_) + " was expected");
+  }
   if (pos[C - 1] >= max_context_) {
     return InvalidArgument("KV cache full: position " + std::to_string(pos[C - 1]) +
                            " is past the context of " + std::to_string(max_context_));
   }
+  // Every layer checks the same positions, so the first check fails before any layer changed.
+  bool moved = false;
+  for (auto& slot : layers_) {
+    if (auto* ring = std::get_if<RingKvCache>(&slot)) {
+      const float* before = ring->storage();
+      G4_RETURN_IF_ERROR(ring->Reserve(pos, C));
+      moved |= ring->storage() != before;
+    }
+    if (auto* full = std::get_if<FullKvCache>(&slot)) {
+      const float* before = full->storage();
+      G4_RETURN_IF_ERROR(full->Reserve(pos, C));
+      moved |= full->storage() != before;
+    }
+  }
+  if (moved) storage_id_ = NewKvStorageId();
+  size_ = pos[C - 1] + 1;
+  return Status();
+}
+
+StatusOr<KvView> SequenceKvCache::Write(const KvWriter& write, int layer, const float* k,
+                                        const float* v, const int32_t* dev_pos, int64_t C) {
+  if (layer < 0 || layer >= num_layers_) {
+    return Internal("KV cache: no layer " + std::to_string(layer));
+  }
   auto& slot = layers_[static_cast<size_t>(layer)];
-  StatusOr<KvView> view = Internal("KV cache: layer " + std::to_string(layer) +
-                                   " is KV-shared and owns no cache");
-  if (auto* ring = std::get_if<RingKvCache>(&slot)) view = ring->Update(k, v, pos, C);
-  if (auto* blocks = std::get_if<BlockKvCache>(&slot)) view = blocks->Update(k, v, pos, C);
-  if (view.ok()) size_ = std::max(size_, pos[C - 1] + 1);
-  return view;
+  if (auto* ring = std::get_if<RingKvCache>(&slot)) return ring->Write(write, k, v, dev_pos, C);
+  if (auto* full = std::get_if<FullKvCache>(&slot)) return full->Write(write, k, v, dev_pos, C);
+  return Internal("KV cache: layer " + std::to_string(layer) + " is KV-shared and owns no cache");
 }
 
 std::string SequenceKvCache::Describe() const {
@@ -67,7 +91,7 @@ std::string SequenceKvCache::Describe() const {
 size_t SequenceKvCache::num_blocks() const {
   size_t n = 0;
   for (const auto& slot : layers_) {
-    if (const auto* blocks = std::get_if<BlockKvCache>(&slot)) n += blocks->num_blocks();
+    if (const auto* blocks = std::get_if<FullKvCache>(&slot)) n += blocks->num_blocks();
   }
   return n;
 }
@@ -75,7 +99,7 @@ size_t SequenceKvCache::num_blocks() const {
 size_t SequenceKvCache::allocated_bytes() const {
   size_t n = ring_bytes_;
   for (const auto& slot : layers_) {
-    if (const auto* blocks = std::get_if<BlockKvCache>(&slot)) n += blocks->bytes();
+    if (const auto* blocks = std::get_if<FullKvCache>(&slot)) n += blocks->bytes();
   }
   return n;
 }
@@ -84,7 +108,7 @@ void SequenceKvCache::Reset() {
   size_ = 0;
   for (auto& slot : layers_) {
     if (auto* ring = std::get_if<RingKvCache>(&slot)) ring->Reset();
-    if (auto* blocks = std::get_if<BlockKvCache>(&slot)) blocks->Reset();
+    if (auto* blocks = std::get_if<FullKvCache>(&slot)) blocks->Reset();
   }
 }
 

@@ -1,7 +1,7 @@
 // SequenceKvCache: the KV cache of one sequence for a Gemma 4 model. Only layers that own K/V
 // get storage (E2B: 15 of 35); KV-shared layers read their donor's view inside the forward
 // pass and never write. Sliding layers hold a ring of W slots whatever the context; full
-// layers grow in blocks up to max_context positions.
+// layers hold an array that grows in blocks up to max_context positions.
 #pragma once
 
 #include <memory>
@@ -11,7 +11,7 @@
 
 #include "model/config.h"
 #include "model/kv_store.h"
-#include "runtime/kv_cache/block_cache.h"
+#include "runtime/kv_cache/full_cache.h"
 #include "runtime/kv_cache/ring_cache.h"
 
 namespace g4 {
@@ -22,7 +22,8 @@ class SequenceKvCache : public KvStore {
 
   // max_context: most positions the sequence may hold (<= max_position_embeddings).
   // memory: where the K/V live, the backend's (Backend::memory()) for the forward pass to
-  // accept the cache. Rings are allocated on their first write, blocks as the sequence grows.
+  // accept the cache. Rings are allocated on their first write, full layers as the sequence
+  // grows.
   static StatusOr<std::unique_ptr<SequenceKvCache>> Create(const ModelConfig& config,
                                                            int max_context,
                                                            Memory& memory = HostMemory(),
@@ -30,8 +31,10 @@ class SequenceKvCache : public KvStore {
 
   Memory& memory() const override { return *memory_; }
 
-  StatusOr<KvView> Update(int layer, const float* k, const float* v, const int32_t* pos,
-                          int64_t C) override;
+  Status Reserve(const int32_t* pos, int64_t C) override;
+  StatusOr<KvView> Write(const KvWriter& write, int layer, const float* k, const float* v,
+                         const int32_t* dev_pos, int64_t C) override;
+  uint64_t storage_id() const override { return storage_id_; }
 
   int max_context() const { return max_context_; }
   // Positions stored so far (the next position to run).
@@ -56,10 +59,11 @@ class SequenceKvCache : public KvStore {
   Memory* memory_ = &HostMemory();
   int max_context_ = 0;
   int32_t size_ = 0;
+  uint64_t storage_id_ = NewKvStorageId();
   int num_layers_ = 0, num_cached_layers_ = 0, num_rings_ = 0, window_ = 0;
   size_t bytes_per_token_ = 0, ring_bytes_ = 0;
   // One entry per model layer: a ring, a block cache, or nothing (KV-shared layers).
-  std::vector<std::variant<std::monostate, RingKvCache, BlockKvCache>> layers_;
+  std::vector<std::variant<std::monostate, RingKvCache, FullKvCache>> layers_;
 };
 
 }  // namespace g4

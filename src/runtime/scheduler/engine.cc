@@ -82,10 +82,23 @@ Status Engine::Warmup() {
     items.push_back({std::span<const int32_t>(prompt.data(), n), 0, caches.back().get(), true});
   }
   G4_RETURN_IF_ERROR(model_.ForwardBatch(backend_, items).status());
-  for (size_t b = 0; b < items.size(); ++b) {  // then a full decode batch
-    items[b] = {std::span<const int32_t>(prompt.data(), 1), caches[b]->size(), caches[b].get(), true};
+  // Then a full decode batch; where the backend records graphs a second one, which is recorded
+  // (these caches die here, so the recording is not reused; a refusal is said now, though).
+  for (int step = 0; step < (backend_.can_capture() ? 2 : 1); ++step) {
+    for (size_t b = 0; b < items.size(); ++b) {
+      items[b] = {std::span<const int32_t>(prompt.data(), 1), caches[b]->size(), caches[b].get(),
+                  true};
+    }
+    G4_RETURN_IF_ERROR(model_.ForwardBatch(backend_, items, nullptr, &graphs_).status());
   }
-  return model_.ForwardBatch(backend_, items).status();
+  LogGraphRefusal();
+  return Status();
+}
+
+void Engine::LogGraphRefusal() {
+  if (graph_refusal_logged_ || graphs_.refused().empty()) return;
+  graph_refusal_logged_ = true;
+  LogWarning("decode steps run op by op (no CUDA graph): " + graphs_.refused());
 }
 
 void Engine::Shutdown(std::chrono::milliseconds grace) {
@@ -315,8 +328,9 @@ void Engine::Step() {
     owners.push_back(a.get());
   }
   const auto t0 = Clock::now();
-  auto out = model_.ForwardBatch(backend_, items);
+  auto out = model_.ForwardBatch(backend_, items, nullptr, &graphs_);
   const auto t1 = Clock::now();
+  LogGraphRefusal();
   if (!out.ok()) {
     LogError("engine step failed: " + out.status().ToString());
     for (Active* a : owners) Finish(*a, "error: " + out.status().message());

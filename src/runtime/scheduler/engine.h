@@ -84,6 +84,8 @@ class Engine {
   void DropCancelledWaiting();
   // Recomputes the KV-in-use stats from active_ (engine thread).
   void UpdateKvStats();
+  // Says once why decode steps are not recorded as graphs, when the backend refused.
+  void LogGraphRefusal();
 
   const Gemma4Model& model_;
   Backend& backend_;
@@ -102,6 +104,9 @@ class Engine {
   int64_t kv_blocks_in_use_ = 0, kv_bytes_in_use_ = 0;
 
   std::vector<std::unique_ptr<Active>> active_;  // engine thread only
+  // Recorded decode steps (a CUDA backend's graphs), per batch; Warmup, then the engine thread.
+  StepGraphs graphs_;
+  bool graph_refusal_logged_ = false;
   std::thread thread_;
 };
 

@@ -1,7 +1,9 @@
 // CUDA attention (kernels/cuda/attention.h) against ref::Attention: head dims 256 and 512 (and
 // 32, 96 for odd multiples of 32), GQA (8 query heads on 2 KV heads), MQA, sliding windows,
 // empty slots (k_pos < 0), ring-ordered slots (positions not sorted), queries that see no key
-// (zeros), decode (T = 1) and prefill (T = 37). Each case runs with the device's own plan and
+// (zeros), decode (T = 1) and prefill (T = 37), and fixed-capacity views that are mostly empty
+// slots (the kernel skips key tiles no query row sees; a visible key alone in its tile, at
+// exactly a query's position, must not be skipped). Each case runs with the device's own plan and
 // split choice, and with forced small key tiles (bc = 8) at 1, 3 and 7 key splits so that the
 // tile loop, the partial states and the merge pass are all reached on any device.
 // Tolerance: |out - ref| <= 2e-5 (values in [-1, 1], softmax in f32 with expf, ref in f64).
@@ -71,6 +73,23 @@ std::vector<AttnCase> Cases() {
     // Every slot empty: all outputs zero.
     AttnCase c{"all slots empty", 2, 9, 2, 1, 512, 0, {4, 5}, {}};
     for (int s = 0; s < 9; ++s) c.k_pos.push_back(-1);
+    cases.push_back(c);
+  }
+  {
+    // A full-attention layer's fixed-capacity view: 40 keys in slots 0..39, the other 960
+    // slots empty; queries at 39, 12 and 0 see 40, 13 and 1 keys.
+    AttnCase c{"capacity 1000, 40 keys", 3, 1000, 8, 2, 256, 0, {39, 12, 0}, {}};
+    for (int s = 0; s < 1000; ++s) c.k_pos.push_back(s < 40 ? s : -1);
+    cases.push_back(c);
+  }
+  {
+    // Keys scattered over a mostly empty capacity: positions 0..39 in slots 0..39, 40..45 in
+    // slots 300..305 and 46 alone in slot 520 (its own tile at any bc). Window 8: the query at
+    // 46 sees slots 39, 300..305 and 520; the one at 20 only slots 13..20.
+    AttnCase c{"capacity 600 scattered, window 8", 2, 600, 4, 1, 512, 8, {46, 20}, {}};
+    for (int s = 0; s < 600; ++s) {
+      c.k_pos.push_back(s < 40 ? s : s >= 300 && s < 306 ? 40 + (s - 300) : s == 520 ? 46 : -1);
+    }
     cases.push_back(c);
   }
   for (AttnCase& c : cases) Fill(c);

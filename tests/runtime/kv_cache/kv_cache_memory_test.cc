@@ -6,13 +6,16 @@
 
 #include <random>
 
+#include "common/memory_kv_writer.h"
 #include "common/protected_memory.h"
+#include "ops/backend.h"
 #include "model/synthetic.h"
 #include "runtime/kv_cache/kv_cache.h"
 
 namespace g4 {
 namespace {
 
+using testing::MemoryKvWriter;
 using testing::ProtectedMemory;
 
 // `n` random values, the same for the same seed.
@@ -41,11 +44,14 @@ HostView Read(Memory& m, const KvView& view, int row) {
           Download(m, view.pos, view.S)};
 }
 
-// Feeds the same chunks to a cache in host memory and one in protected memory; the k/v of a
-// chunk are uploaded to the cache's memory first, as the forward pass hands them over.
+// Feeds the same chunks to a cache in host memory (written by the ref KvWrite) and one in
+// protected memory (written through the Memory only); the k/v and positions of a chunk are
+// uploaded to the cache's memory first, as the forward pass hands them over.
 template <typename Cache>
 void ExpectSameViews(Cache& host, Cache& dev, ProtectedMemory& mem, int row,
                      const std::vector<int>& chunks) {
+  Backend ref(BackendKind::kRef, 1);
+  const KvWriter host_write = [&ref](const KvWriteArgs& a) { ref.KvWrite(a); };
   int32_t next = 0;
   uint32_t seed = 1;
   for (int C : chunks) {
@@ -55,10 +61,14 @@ void ExpectSameViews(Cache& host, Cache& dev, ProtectedMemory& mem, int row,
     std::vector<int32_t> pos(static_cast<size_t>(C));
     for (int i = 0; i < C; ++i) pos[static_cast<size_t>(i)] = next + i;
     Buffer<float> dk(mem), dv(mem);
+    Buffer<int32_t> dpos(mem);
     ASSERT_TRUE(dk.Assign(k).ok());
     ASSERT_TRUE(dv.Assign(v).ok());
-    auto want = host.Update(k.data(), v.data(), pos.data(), C);
-    auto got = dev.Update(dk.data(), dv.data(), pos.data(), C);
+    ASSERT_TRUE(dpos.Assign(pos).ok());
+    ASSERT_TRUE(host.Reserve(pos.data(), C).ok());
+    ASSERT_TRUE(dev.Reserve(pos.data(), C).ok());
+    auto want = host.Write(host_write, k.data(), v.data(), pos.data(), C);
+    auto got = dev.Write(MemoryKvWriter(mem), dk.data(), dv.data(), dpos.data(), C);
     ASSERT_TRUE(want.ok() && got.ok()) << got.status().ToString();
     ASSERT_EQ(got->S, want->S);
     const HostView g = Read(mem, *got, row);
@@ -89,13 +99,13 @@ TEST(KvCacheMemoryTest, RingInDeviceMemoryHoldsWhatTheHostRingHolds) {
   EXPECT_EQ(mem.live_allocations(), 0);
 }
 
-TEST(KvCacheMemoryTest, BlocksInDeviceMemoryHoldWhatHostBlocksHold) {
+TEST(KvCacheMemoryTest, FullCacheInDeviceMemoryHoldsWhatTheHostOneHolds) {
   ProtectedMemory mem;
   {
     const int nkv = 1, hd = 5;
-    BlockKvCache host(nkv, hd, /*block_size=*/4, /*max_positions=*/64);
-    BlockKvCache dev(nkv, hd, 4, 64, mem);
-    // Runs that start and end inside blocks, fill one exactly, and span several.
+    FullKvCache host(nkv, hd, /*block_size=*/4, /*max_positions=*/64);
+    FullKvCache dev(nkv, hd, 4, 64, mem);
+    // Chunks that start and end inside blocks, fill one exactly, span several, and grow it.
     ExpectSameViews(host, dev, mem, nkv * hd, {3, 1, 1, 6, 1, 9, 1, 1, 4, 13});
     EXPECT_EQ(dev.num_blocks(), host.num_blocks());
     dev.Reset();
@@ -116,14 +126,18 @@ TEST(KvCacheMemoryTest, SequenceCacheLivesInTheMemoryItWasGiven) {
     ASSERT_TRUE(cache.ok()) << cache.status().ToString();
     EXPECT_EQ(&(*cache)->memory(), &mem);
     EXPECT_EQ(mem.live_allocations(), 0);  // nothing before the first write
+    const std::vector<int32_t> pos = {0, 1};
+    Buffer<int32_t> dpos(mem);
+    ASSERT_TRUE(dpos.Assign(pos).ok());
+    ASSERT_TRUE((*cache)->Reserve(pos.data(), 2).ok());
     for (const LayerConfig& l : config->layers) {
       if (l.kv_shared()) continue;
       Buffer<float> k(mem);
       ASSERT_TRUE(k.Assign(Random(static_cast<size_t>(2 * l.n_kv_heads * l.head_dim), 7)).ok());
-      const int32_t pos[] = {0, 1};
-      auto view = (*cache)->Update(l.index, k.data(), k.data(), pos, 2);
+      auto view = (*cache)->Write(MemoryKvWriter(mem), l.index, k.data(), k.data(), dpos.data(), 2);
       ASSERT_TRUE(view.ok()) << view.status().ToString();
-      EXPECT_EQ(Download(mem, view->pos, view->S).back(), 1);
+      const std::vector<int32_t> held = Download(mem, view->pos, view->S);
+      EXPECT_EQ(std::count(held.begin(), held.end(), 1), 1);
     }
     EXPECT_EQ((*cache)->size(), 2);
     EXPECT_GT(mem.live_allocations(), 0);

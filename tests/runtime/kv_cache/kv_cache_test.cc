@@ -1,9 +1,13 @@
 // The KV cache invariant: a slot holds one absolute real position; rings keep exactly the last
-// W positions at slot p % W; positions are appended in order or refused; memory figures.
+// W positions at slot p % W; full layers hold position p at entry p and grow rarely; positions
+// are appended in order or refused; storage ids and memory figures.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "model/synthetic.h"
+#include "ops/backend.h"
 #include "runtime/kv_cache/kv_cache.h"
 
 namespace g4 {
@@ -13,12 +17,27 @@ using ::testing::HasSubstr;
 
 std::vector<float> Row(int n, float value) { return std::vector<float>(static_cast<size_t>(n), value); }
 
+// The ref backend's KvWrite: host caches in these tests.
+const KvWriter& HostWrite() {
+  static Backend* ref = new Backend(BackendKind::kRef, 1);
+  static const KvWriter write = [](const KvWriteArgs& a) { ref->KvWrite(a); };
+  return write;
+}
+
+// Reserve, then Write: one chunk at host positions pos[0..C).
+template <typename Cache>
+StatusOr<KvView> Append(Cache& cache, const float* k, const float* v, const int32_t* pos,
+                        int64_t C) {
+  G4_RETURN_IF_ERROR(cache.Reserve(pos, C));
+  return cache.Write(HostWrite(), k, v, pos, C);
+}
+
 TEST(RingKvCacheTest, SlotHoldsPositionModWindowAndOnlyTheLastW) {
   const int W = 5, row = 3;  // 1 kv head, head dim 3
   RingKvCache ring(W, 1, row);
   for (int32_t p = 0; p < 13; ++p) {
     const std::vector<float> k = Row(row, static_cast<float>(p)), v = Row(row, -static_cast<float>(p));
-    auto view = ring.Update(k.data(), v.data(), &p, 1);
+    auto view = Append(ring, k.data(), v.data(), &p, 1);
     ASSERT_TRUE(view.ok());
     ASSERT_EQ(view->S, W);
     for (int s = 0; s < W; ++s) {
@@ -41,11 +60,11 @@ TEST(RingKvCacheTest, ChunkLongerThanWindowKeepsEverythingItsQueriesNeed) {
   RingKvCache ring(W, 1, row);
   std::vector<int32_t> pos = {0, 1, 2};
   std::vector<float> k(pos.size() * row, 1.0f), v = k;
-  ASSERT_TRUE(ring.Update(k.data(), v.data(), pos.data(), 3).ok());
+  ASSERT_TRUE(Append(ring, k.data(), v.data(), pos.data(), 3).ok());
   pos = {3, 4, 5, 6, 7, 8, 9};
   k.assign(pos.size() * row, 2.0f);
   v = k;
-  auto view = ring.Update(k.data(), v.data(), pos.data(), 7);
+  auto view = Append(ring, k.data(), v.data(), pos.data(), 7);
   ASSERT_TRUE(view.ok());
   // The view has the ring before the chunk (positions 0..2, one empty slot) and the chunk.
   std::multiset<int32_t> held(view->pos, view->pos + view->S);
@@ -59,34 +78,58 @@ TEST(RingKvCacheTest, OutOfOrderPositionIsRefused) {
   RingKvCache ring(4, 1, 2);
   std::vector<float> k(2, 0.0f);
   int32_t p = 0;
-  ASSERT_TRUE(ring.Update(k.data(), k.data(), &p, 1).ok());
+  ASSERT_TRUE(Append(ring, k.data(), k.data(), &p, 1).ok());
   p = 2;  // skipping 1 would leave a slot whose position is not what the mask assumes
-  auto view = ring.Update(k.data(), k.data(), &p, 1);
-  ASSERT_FALSE(view.ok());
-  EXPECT_THAT(view.status().message(), HasSubstr("position 2 written where 1 was expected"));
+  const Status st = ring.Reserve(&p, 1);
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), HasSubstr("position 2 written where 1 was expected"));
+  EXPECT_EQ(ring.next_pos(), 1);  // refused without a change
 }
 
-TEST(BlockKvCacheTest, GrowsInBlocksAndReturnsPositionOrder) {
-  BlockKvCache cache(2, 3, /*block_size=*/4, /*max_positions=*/20);
+TEST(FullKvCacheTest, EntryPIsPositionPAndTheTailIsEmpty) {
+  FullKvCache cache(2, 3, /*block_size=*/4, /*max_positions=*/20);
   const int row = 6;
+  std::set<const float*> arrays;
   for (int32_t p = 0; p < 10; ++p) {
     std::vector<float> k = Row(row, static_cast<float>(p)), v = Row(row, 100.0f + p);
-    auto view = cache.Update(k.data(), v.data(), &p, 1);
+    auto view = Append(cache, k.data(), v.data(), &p, 1);
     ASSERT_TRUE(view.ok());
-    ASSERT_EQ(view->S, p + 1);
-    for (int32_t s = 0; s <= p; ++s) {
+    ASSERT_EQ(view->S, cache.capacity());  // the whole array, a multiple of the block size
+    ASSERT_EQ(view->S % 4, 0);
+    arrays.insert(view->k);
+    for (int32_t s = 0; s < view->S; ++s) {
+      if (s > p) {
+        EXPECT_EQ(view->pos[s], -1);
+        continue;
+      }
       EXPECT_EQ(view->pos[s], s);
       EXPECT_EQ(view->k[s * row + row - 1], static_cast<float>(s));
       EXPECT_EQ(view->v[s * row], 100.0f + s);
     }
   }
+  // Grown by half again in whole blocks: 4, 8, 12 positions; three arrays, not ten.
   EXPECT_EQ(cache.num_blocks(), 3u);
+  EXPECT_EQ(arrays.size(), 3u);
   std::vector<float> big(11 * row, 0.0f);
   std::vector<int32_t> pos(11);
   for (int i = 0; i < 11; ++i) pos[static_cast<size_t>(i)] = 10 + i;
-  auto full = cache.Update(big.data(), big.data(), pos.data(), 11);
+  const Status full = cache.Reserve(pos.data(), 11);
   ASSERT_FALSE(full.ok());
-  EXPECT_THAT(full.status().message(), HasSubstr("KV cache full"));
+  EXPECT_THAT(full.message(), HasSubstr("KV cache full"));
+  EXPECT_EQ(cache.size(), 10);
+}
+
+TEST(FullKvCacheTest, ResetKeepsTheArrayAndEmptiesIt) {
+  FullKvCache cache(1, 2, /*block_size=*/8, /*max_positions=*/64);
+  std::vector<float> k = Row(2 * 5, 1.0f);
+  const int32_t pos[] = {0, 1, 2, 3, 4};
+  auto before = Append(cache, k.data(), k.data(), pos, 5);
+  ASSERT_TRUE(before.ok());
+  cache.Reset();
+  auto after = Append(cache, k.data(), k.data(), pos, 2);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->k, before->k);
+  for (int64_t s = 0; s < after->S; ++s) EXPECT_EQ(after->pos[s], s < 2 ? s : -1) << s;
 }
 
 TEST(SequenceKvCacheTest, E2bOnlyFifteenLayersOwnACache) {
@@ -104,6 +147,37 @@ TEST(SequenceKvCacheTest, E2bOnlyFifteenLayersOwnACache) {
   EXPECT_EQ((*cache)->reserved_bytes(), (*cache)->ring_bytes() + 4096u * (*cache)->bytes_per_token());
   EXPECT_THAT((*cache)->Describe(), HasSubstr("15 of 35 layers"));
   EXPECT_FALSE(SequenceKvCache::Create(*config, 200000).ok());  // past max_position_embeddings
+}
+
+TEST(SequenceKvCacheTest, StorageIdChangesExactlyWhenAViewWouldMove) {
+  SyntheticOptions o;
+  o.preset = "tiny";
+  auto config = ParseModelConfig(nlohmann::json::parse(SyntheticConfig(o)->dump()), nullptr);
+  ASSERT_TRUE(config.ok());
+  auto a = SequenceKvCache::Create(*config, 64, HostMemory(), /*block_size=*/4);
+  auto b = SequenceKvCache::Create(*config, 64, HostMemory(), 4);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_NE((*a)->storage_id(), (*b)->storage_id());  // unique across caches
+  std::set<uint64_t> ids = {(*a)->storage_id()};
+  std::set<const float*> full_arrays;
+  int changes = 0;
+  for (int32_t p = 0; p < 40; ++p) {
+    const uint64_t id = (*a)->storage_id();
+    ASSERT_TRUE((*a)->Reserve(&p, 1).ok());
+    if ((*a)->storage_id() != id) {
+      ++changes;
+      EXPECT_TRUE(ids.insert((*a)->storage_id()).second);  // never an earlier value
+    }
+  }
+  // The rings' allocation at position 0, the full layers' growth to 4, 8, 12, 20, 32, 48.
+  EXPECT_EQ(changes, 6);
+  (*a)->Reset();
+  const uint64_t id = (*a)->storage_id();
+  const int32_t zero = 0;
+  ASSERT_TRUE((*a)->Reserve(&zero, 1).ok());
+  EXPECT_EQ((*a)->storage_id(), id);  // a reset keeps every buffer
+  const int32_t two = 2;
+  EXPECT_FALSE((*a)->Reserve(&two, 1).ok());  // out of order
 }
 
 }  // namespace

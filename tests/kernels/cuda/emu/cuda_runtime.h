@@ -22,6 +22,10 @@
 //     a stream or device synchronize, or cudaEventSynchronize (which runs the queue up to its
 //     event's record). So host code that reuses a pinned source, or reads a result, before
 //     waiting sees what a GPU would give it. G4_EMU_SYNC=1 runs everything at once instead.
+//     Every stream shares that one queue.
+//   - Stream capture (thread-local mode) and graphs: work issued to a captured stream is
+//     recorded instead of queued, a graph launch queues it; the calls a device refuses during
+//     a capture fail and invalidate it (see "stream capture and graphs" at the end, README.md).
 // The card (cudaGetDeviceProperties) comes from fake_device.cc.
 #pragma once
 #include <math.h>
@@ -69,10 +73,28 @@ enum : int {
   cudaErrorInsufficientDriver = 35,
   cudaErrorNoDevice = 100,
   cudaErrorInvalidDevice = 101,
+  cudaErrorIllegalState = 401,
   cudaErrorIllegalAddress = 700,
+  cudaErrorStreamCaptureUnsupported = 900,
+  cudaErrorStreamCaptureInvalidated = 901,
 };
 typedef struct CUstream_st* cudaStream_t;
 typedef struct CUevent_st* cudaEvent_t;
+typedef struct CUgraph_st* cudaGraph_t;
+typedef struct CUgraphExec_st* cudaGraphExec_t;
+typedef struct CUgraphNode_st* cudaGraphNode_t;
+#define cudaStreamDefault 0x00
+#define cudaStreamNonBlocking 0x01
+enum cudaStreamCaptureMode {
+  cudaStreamCaptureModeGlobal = 0,
+  cudaStreamCaptureModeThreadLocal = 1,
+  cudaStreamCaptureModeRelaxed = 2
+};
+enum cudaStreamCaptureStatus {
+  cudaStreamCaptureStatusNone = 0,
+  cudaStreamCaptureStatusActive = 1,
+  cudaStreamCaptureStatusInvalidated = 2
+};
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize };
 enum cudaMemcpyKind {
   cudaMemcpyHostToHost,
@@ -116,6 +138,45 @@ inline cudaError_t Fail(cudaError_t e, const char* what) {
   return e;
 }
 
+}  // namespace emu
+
+// A captured graph: its nodes (what a launch enqueues, in capture order) and the memory of its
+// memory nodes (cudaMallocAsync while capturing), which lives as long as the graph or an
+// instance of it.
+namespace emu {
+struct GraphMem;
+}
+struct CUgraph_st {
+  std::vector<std::function<void()>> nodes;
+  std::shared_ptr<emu::GraphMem> mem;
+};
+struct CUgraphExec_st {
+  std::vector<std::function<void()>> nodes;
+  std::shared_ptr<emu::GraphMem> mem;
+};
+// A stream: all streams share the one queue below (in order), so a missing order between two
+// streams does not show; what a stream has of its own is its capture.
+struct CUstream_st {
+  cudaGraph_t graph = nullptr;  // the capture in progress, or nullptr
+  bool invalidated = false;     // a refused call ended the capture's chance of a graph
+};
+
+namespace emu {
+
+// The capture this thread began (thread-local mode, the one the backend uses): while there is
+// one, the calls a device refuses during it (cudaMalloc, cudaFree, cudaMallocHost / FreeHost,
+// synchronous copies and sets, stream / device / event synchronize) fail with
+// cudaErrorStreamCaptureUnsupported and invalidate it.
+inline thread_local cudaStream_t t_capture = nullptr;
+inline bool RefusedWhileCapturing(const char* what) {
+  if (t_capture == nullptr) return false;
+  t_capture->invalidated = true;
+  std::fprintf(stderr, "[cuda emu] %s during a stream capture: refused, capture invalidated\n",
+               what);
+  if (LastError() == cudaSuccess) LastError() = cudaErrorStreamCaptureUnsupported;
+  return true;
+}
+
 // The stream's queued work, in order, each item numbered; RunUntil(n) runs items up to n.
 struct Queued {
   uint64_t seq;
@@ -142,10 +203,23 @@ inline void RunUntil(uint64_t seq) {
   }
 }
 inline void Flush() { RunUntil(~uint64_t{0}); }
-inline void Enqueue(std::function<void()> run) {
+// Work issued to stream `s`: recorded into the graph while `s` is captured (an error once the
+// capture is invalidated), else run now (G4_EMU_SYNC) or queued.
+inline cudaError_t Enqueue(cudaStream_t s, std::function<void()> run) {
   std::lock_guard<std::recursive_mutex> lock(Mu());
-  if (!Deferred()) return run();
+  if (s != nullptr && s->graph != nullptr) {
+    if (s->invalidated) {
+      return Fail(cudaErrorStreamCaptureInvalidated, "work issued to an invalidated capture");
+    }
+    s->graph->nodes.push_back(std::move(run));
+    return cudaSuccess;
+  }
+  if (!Deferred()) {
+    run();
+    return cudaSuccess;
+  }
   Queue().push_back({++LastQueued(), std::move(run)});
+  return cudaSuccess;
 }
 // Pinned host allocations (cudaMallocHost): base -> bytes.
 inline std::map<uintptr_t, size_t>& Pinned() {
@@ -323,6 +397,17 @@ bool ArgOk(const T& a) {
 
 inline void __syncthreads() { emu::Yield(emu::St::kBlockBar); }
 inline void __syncwarp(unsigned = 0xffffffffu) { emu::Yield(emu::St::kWarpBar); }
+inline int g_sync_pred[1024];
+// A barrier that also returns whether `pred` was nonzero in any thread of the block. The second
+// barrier keeps a thread's next call from overwriting a predicate another has yet to read.
+inline int __syncthreads_or(int pred) {
+  g_sync_pred[threadIdx.x] = pred;
+  __syncthreads();
+  int any = 0;
+  for (unsigned t = 0; t < blockDim.x; ++t) any |= g_sync_pred[t] != 0;
+  __syncthreads();
+  return any;
+}
 inline float __shfl_xor_sync(unsigned, float v, int mask) {
   const unsigned t = threadIdx.x;
   g_shfl[t] = v;
@@ -335,7 +420,7 @@ inline float __uint_as_float(uint32_t u) { float f; std::memcpy(&f, &u, 4); retu
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 
 template <typename... KArgs, typename... Args>
-void EmuLaunch(void (*k)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t,
+void EmuLaunch(void (*k)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                Args... args) {
   std::lock_guard<std::recursive_mutex> lock(emu::Mu());
   const void* key = reinterpret_cast<const void*>(k);
@@ -365,7 +450,7 @@ void EmuLaunch(void (*k)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStre
   // The arguments converted to the kernel's parameter types, as a launch does; the kernel runs
   // when the host next waits for the stream.
   std::tuple<std::decay_t<KArgs>...> params(args...);
-  emu::Enqueue([k, grid, block, smem, params]() mutable {
+  emu::Enqueue(stream, [k, grid, block, smem, params]() mutable {
     struct Call {
       void (*k)(KArgs...);
       std::tuple<std::decay_t<KArgs>...>* p;
@@ -402,6 +487,9 @@ inline const char* cudaGetErrorName(cudaError_t e) {
     case cudaErrorNoDevice: return "cudaErrorNoDevice";
     case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
     case cudaErrorIllegalAddress: return "cudaErrorIllegalAddress";
+    case cudaErrorIllegalState: return "cudaErrorIllegalState";
+    case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
+    case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
   }
   return "cudaErrorUnknown";
 }
@@ -419,7 +507,7 @@ cudaError_t cudaFuncSetAttribute(K k, cudaFuncAttribute, int v) {
   return cudaSuccess;
 }
 
-inline cudaError_t cudaMalloc(void** p, size_t n) {
+inline cudaError_t EmuMallocNow(void** p, size_t n) {
   std::lock_guard<std::recursive_mutex> lock(emu::Mu());
   *p = nullptr;
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
@@ -435,6 +523,11 @@ inline cudaError_t cudaMalloc(void** p, size_t n) {
   emu::Maps()[reinterpret_cast<uintptr_t>(*p)] = {base, data + page};
   return cudaSuccess;
 }
+inline cudaError_t cudaMalloc(void** p, size_t n) {
+  *p = nullptr;
+  if (emu::RefusedWhileCapturing("cudaMalloc")) return cudaErrorStreamCaptureUnsupported;
+  return EmuMallocNow(p, n);
+}
 // Frees now (cudaFree waits for the device: the queued work runs first).
 inline cudaError_t EmuFreeNow(void* p) {
   std::lock_guard<std::recursive_mutex> lock(emu::Mu());
@@ -449,12 +542,46 @@ inline cudaError_t EmuFreeNow(void* p) {
   return cudaSuccess;
 }
 inline cudaError_t cudaFree(void* p) {
+  if (emu::RefusedWhileCapturing("cudaFree")) return cudaErrorStreamCaptureUnsupported;
   emu::Flush();
   return EmuFreeNow(p);
 }
-inline cudaError_t cudaMallocAsync(void** p, size_t n, cudaStream_t) { return cudaMalloc(p, n); }
+namespace emu {
+// The allocations of a graph's memory nodes, freed with the last of the graph and its instances
+// (on a device they come from the graph's pool; the addresses stay fixed across launches).
+struct GraphMem {
+  std::vector<void*> ptrs;
+  bool Owns(const void* p) const {
+    for (void* q : ptrs) {
+      if (q == p) return true;
+    }
+    return false;
+  }
+  ~GraphMem() {
+    for (void* q : ptrs) EmuFreeNow(q);
+  }
+};
+}  // namespace emu
+// Stream-ordered allocation. While `s` is captured: a memory node, whose memory is allocated now
+// and kept by the graph; each launch refills it with NaN bytes (memory nobody wrote).
+inline cudaError_t cudaMallocAsync(void** p, size_t n, cudaStream_t s) {
+  std::lock_guard<std::recursive_mutex> lock(emu::Mu());
+  if (s == nullptr || s->graph == nullptr) return cudaMalloc(p, n);
+  *p = nullptr;
+  if (s->invalidated) {
+    return emu::Fail(cudaErrorStreamCaptureInvalidated, "cudaMallocAsync: invalidated capture");
+  }
+  if (const cudaError_t e = EmuMallocNow(p, n); e != cudaSuccess) return e;
+  if (s->graph->mem == nullptr) s->graph->mem = std::make_shared<emu::GraphMem>();
+  s->graph->mem->ptrs.push_back(*p);
+  void* q = *p;
+  const size_t rounded = n > 0 ? (n + 255) / 256 * 256 : 256;
+  s->graph->nodes.push_back([q, rounded] { std::memset(q, 0xff, rounded); });
+  return cudaSuccess;
+}
 // Pinned host memory: host memory the emulator knows, so copies from it can stay queued.
 inline cudaError_t cudaMallocHost(void** p, size_t n) {
+  if (emu::RefusedWhileCapturing("cudaMallocHost")) return cudaErrorStreamCaptureUnsupported;
   std::lock_guard<std::recursive_mutex> lock(emu::Mu());
   *p = std::malloc(n > 0 ? n : 1);
   if (*p == nullptr) return cudaErrorMemoryAllocation;
@@ -462,29 +589,40 @@ inline cudaError_t cudaMallocHost(void** p, size_t n) {
   return cudaSuccess;
 }
 inline cudaError_t cudaFreeHost(void* p) {
+  if (emu::RefusedWhileCapturing("cudaFreeHost")) return cudaErrorStreamCaptureUnsupported;
   emu::Flush();
   std::lock_guard<std::recursive_mutex> lock(emu::Mu());
   emu::Pinned().erase(reinterpret_cast<uintptr_t>(p));
   std::free(p);
   return cudaSuccess;
 }
-inline cudaError_t cudaFreeAsync(void* p, cudaStream_t) {
+// While `s` is captured: a free node, which only frees memory of the same graph's memory nodes
+// here (the memory stays with the graph); freeing other memory in a graph is not emulated.
+inline cudaError_t cudaFreeAsync(void* p, cudaStream_t s) {
   std::lock_guard<std::recursive_mutex> lock(emu::Mu());
   if (p != nullptr && emu::Allocs().count(reinterpret_cast<uintptr_t>(p)) == 0) {
     return emu::Fail(cudaErrorInvalidValue, "cudaFreeAsync: not a live device allocation");
   }
-  emu::Enqueue([p] { EmuFreeNow(p); });
-  return cudaSuccess;
+  if (s != nullptr && s->graph != nullptr && !s->invalidated) {
+    if (p != nullptr && (s->graph->mem == nullptr || !s->graph->mem->Owns(p))) {
+      s->invalidated = true;
+      return emu::Fail(cudaErrorStreamCaptureUnsupported,
+                       "cudaFreeAsync while capturing of memory the capture did not allocate "
+                       "(not emulated)");
+    }
+    return emu::Enqueue(s, [] {});
+  }
+  return emu::Enqueue(s, [p] { EmuFreeNow(p); });
 }
-inline cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t = nullptr) {
+inline cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t s = nullptr) {
   std::lock_guard<std::recursive_mutex> lock(emu::Mu());
   if (n > 0 && !emu::InDevice(p, n)) {
     return emu::Fail(cudaErrorInvalidValue, "cudaMemset: range outside a device allocation");
   }
-  emu::Enqueue([p, v, n] { std::memset(p, v, n); });
-  return cudaSuccess;
+  return emu::Enqueue(s, [p, v, n] { std::memset(p, v, n); });
 }
 inline cudaError_t cudaMemset(void* p, int v, size_t n) {
+  if (emu::RefusedWhileCapturing("cudaMemset")) return cudaErrorStreamCaptureUnsupported;
   const cudaError_t e = cudaMemsetAsync(p, v, n);
   emu::Flush();
   return e;
@@ -504,6 +642,7 @@ inline bool EmuCopyOk(void* d, const void* s, size_t n, cudaMemcpyKind kind) {
 }
 // Waits for the queued work, then copies (from pageable memory a GPU does the same).
 inline cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind kind) {
+  if (emu::RefusedWhileCapturing("cudaMemcpy")) return cudaErrorStreamCaptureUnsupported;
   if (n == 0) return cudaSuccess;
   std::lock_guard<std::recursive_mutex> lock(emu::Mu());
   if (!EmuCopyOk(d, s, n, kind)) return cudaErrorInvalidValue;
@@ -512,9 +651,10 @@ inline cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind k
   return cudaSuccess;
 }
 // Queued when its host side is pinned (or there is none); a pageable host side is copied
-// before the call returns, as the CUDA runtime stages it.
+// before the call returns, as the CUDA runtime stages it (a synchronous copy: refused while
+// this thread captures).
 inline cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind k,
-                                   cudaStream_t = nullptr) {
+                                   cudaStream_t stream = nullptr) {
   if (n == 0) return cudaSuccess;
   std::lock_guard<std::recursive_mutex> lock(emu::Mu());
   if (!EmuCopyOk(d, s, n, k)) return cudaErrorInvalidValue;
@@ -522,38 +662,51 @@ inline cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyK
                       (k == cudaMemcpyHostToDevice && emu::InPinned(s, n)) ||
                       (k == cudaMemcpyDeviceToHost && emu::InPinned(d, n));
   if (!queued) return cudaMemcpy(d, s, n, k);
-  emu::Enqueue([d, s, n] { std::memmove(d, s, n); });
-  return cudaSuccess;
+  return emu::Enqueue(stream, [d, s, n] { std::memmove(d, s, n); });
 }
 // Kernels run at launch, so there is nothing to wait for; launch errors come from
 // cudaGetLastError, as on a device.
 inline cudaError_t cudaDeviceSynchronize() {
+  if (emu::RefusedWhileCapturing("cudaDeviceSynchronize")) return cudaErrorStreamCaptureUnsupported;
   emu::Flush();
   return cudaSuccess;
 }
 inline cudaError_t cudaStreamSynchronize(cudaStream_t) {
+  if (emu::RefusedWhileCapturing("cudaStreamSynchronize")) return cudaErrorStreamCaptureUnsupported;
   emu::Flush();
   return cudaSuccess;
 }
-inline cudaError_t cudaStreamCreate(cudaStream_t* s) {
-  *s = reinterpret_cast<cudaStream_t>(new char);
+inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) {
+  *s = new CUstream_st;
   return cudaSuccess;
 }
+inline cudaError_t cudaStreamCreate(cudaStream_t* s) { return cudaStreamCreateWithFlags(s, 0); }
 inline cudaError_t cudaStreamDestroy(cudaStream_t s) {
-  delete reinterpret_cast<char*>(s);
+  std::lock_guard<std::recursive_mutex> lock(emu::Mu());
+  if (s == nullptr) return emu::Fail(cudaErrorInvalidValue, "cudaStreamDestroy: null stream");
+  if (s->graph != nullptr) {
+    return emu::Fail(cudaErrorIllegalState, "cudaStreamDestroy: the stream is being captured");
+  }
+  delete s;
   return cudaSuccess;
 }
 inline cudaError_t cudaEventCreate(cudaEvent_t* e) {
   *e = reinterpret_cast<cudaEvent_t>(new char);
   return cudaSuccess;
 }
-inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t = nullptr) {
+inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s = nullptr) {
   std::lock_guard<std::recursive_mutex> lock(emu::Mu());
+  if (s != nullptr && s->graph != nullptr) {  // legal on a device (an event node)
+    s->invalidated = true;
+    return emu::Fail(cudaErrorStreamCaptureUnsupported,
+                     "cudaEventRecord on a captured stream (not emulated)");
+  }
   emu::Events()[e] = emu::LastQueued();
   return cudaSuccess;
 }
 // Runs the queue up to the event's record (an event never recorded is complete).
 inline cudaError_t cudaEventSynchronize(cudaEvent_t e) {
+  if (emu::RefusedWhileCapturing("cudaEventSynchronize")) return cudaErrorStreamCaptureUnsupported;
   std::lock_guard<std::recursive_mutex> lock(emu::Mu());
   auto it = emu::Events().find(e);
   if (it != emu::Events().end()) emu::RunUntil(it->second);
@@ -567,5 +720,86 @@ inline cudaError_t cudaEventDestroy(cudaEvent_t e) {
   std::lock_guard<std::recursive_mutex> lock(emu::Mu());
   emu::Events().erase(e);
   delete reinterpret_cast<char*>(e);
+  return cudaSuccess;
+}
+
+// ---- stream capture and graphs ----
+// Capture records the work issued to the stream (kernels with their arguments by value, async
+// copies / sets, memory nodes) instead of queueing it; a graph launch queues the recorded work
+// on the launch stream, in order. Only the capturing thread's refused calls invalidate a capture
+// (cudaStreamCaptureModeThreadLocal, whatever mode is asked for).
+inline cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode) {
+  std::lock_guard<std::recursive_mutex> lock(emu::Mu());
+  if (s == nullptr) {
+    return emu::Fail(cudaErrorStreamCaptureUnsupported,
+                     "cudaStreamBeginCapture: the legacy default stream cannot be captured");
+  }
+  if (s->graph != nullptr) {
+    return emu::Fail(cudaErrorIllegalState, "cudaStreamBeginCapture: already capturing");
+  }
+  s->graph = new CUgraph_st;
+  s->invalidated = false;
+  emu::t_capture = s;
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* g) {
+  std::lock_guard<std::recursive_mutex> lock(emu::Mu());
+  *g = nullptr;
+  if (s == nullptr || s->graph == nullptr) {
+    return emu::Fail(cudaErrorIllegalState, "cudaStreamEndCapture: the stream is not capturing");
+  }
+  cudaGraph_t graph = s->graph;
+  const bool invalidated = s->invalidated;
+  s->graph = nullptr;
+  s->invalidated = false;
+  if (emu::t_capture == s) emu::t_capture = nullptr;
+  if (invalidated) {
+    delete graph;
+    return emu::Fail(cudaErrorStreamCaptureInvalidated, "cudaStreamEndCapture: invalidated");
+  }
+  *g = graph;
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamIsCapturing(cudaStream_t s, cudaStreamCaptureStatus* status) {
+  std::lock_guard<std::recursive_mutex> lock(emu::Mu());
+  *status = s == nullptr || s->graph == nullptr ? cudaStreamCaptureStatusNone
+            : s->invalidated                    ? cudaStreamCaptureStatusInvalidated
+                                                : cudaStreamCaptureStatusActive;
+  return cudaSuccess;
+}
+inline cudaError_t cudaGraphGetNodes(cudaGraph_t g, cudaGraphNode_t* nodes, size_t* n) {
+  if (g == nullptr || n == nullptr) {
+    return emu::Fail(cudaErrorInvalidValue, "cudaGraphGetNodes: null graph");
+  }
+  if (nodes != nullptr) {
+    return emu::Fail(cudaErrorInvalidValue, "cudaGraphGetNodes: node handles not emulated");
+  }
+  *n = g->nodes.size();
+  return cudaSuccess;
+}
+inline cudaError_t cudaGraphInstantiate(cudaGraphExec_t* e, cudaGraph_t g,
+                                        unsigned long long = 0) {
+  std::lock_guard<std::recursive_mutex> lock(emu::Mu());
+  *e = nullptr;
+  if (g == nullptr) return emu::Fail(cudaErrorInvalidValue, "cudaGraphInstantiate: null graph");
+  *e = new CUgraphExec_st{g->nodes, g->mem};
+  return cudaSuccess;
+}
+inline cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s) {
+  std::lock_guard<std::recursive_mutex> lock(emu::Mu());
+  if (e == nullptr) return emu::Fail(cudaErrorInvalidValue, "cudaGraphLaunch: null graph");
+  for (const std::function<void()>& node : e->nodes) {
+    if (const cudaError_t r = emu::Enqueue(s, node); r != cudaSuccess) return r;
+  }
+  return cudaSuccess;
+}
+inline cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e) {
+  std::lock_guard<std::recursive_mutex> lock(emu::Mu());
+  delete e;
+  return cudaSuccess;
+}
+inline cudaError_t cudaGraphDestroy(cudaGraph_t g) {
+  std::lock_guard<std::recursive_mutex> lock(emu::Mu());
+  delete g;
   return cudaSuccess;
 }

@@ -1,0 +1,69 @@
+// StepGraphs: recorded decode steps (ops/graph.h) for a caller that runs many (the generator,
+// the engine, g4 bench), keyed by the batch: its size and every sequence's KV storage_id().
+// A batch's first step runs op by op (warming the device's weight cache and sizing the
+// buffers), its second is recorded, every later one replays the recording as one launch; each
+// entry owns the fixed buffers its recording points to (ForwardWorkspace). Only a
+// backend that records graphs (Backend::can_capture, a running kCuda) uses them; elsewhere,
+// and for prefill chunks, traces and full logits, the forward pass runs op by op.
+// Not thread-safe: one forward at a time per StepGraphs (as per Backend).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ops/graph.h"
+#include "ops/memory.h"
+
+namespace g4 {
+
+// Every device buffer of one forward pass, kept between passes so a recorded step finds its
+// buffers where it recorded them. Buffers only grow (ops/memory.h).
+struct ForwardWorkspace {
+  explicit ForwardWorkspace(Memory& m)
+      : ids(m), pos(m), inv_freq(m), h(m), ple(m), ple_table(m), a(m), o(m), q(m), attn(m),
+        gate(m), up(m), g(m), y(m), logits(m) {}
+  Buffer<int32_t> ids, pos;                   // [R]
+  Buffer<float> inv_freq;                     // every layer's RoPE frequencies
+  bool inv_freq_loaded = false;
+  Buffer<float> h, ple, ple_table, a, o, q, attn, gate, up, g, y, logits;
+  std::vector<Buffer<float>> k, v;            // per layer that owns K/V: [R, nkv, hd]
+};
+
+class StepGraphs {
+ public:
+  // Keeps at most `max_entries` recorded batches (least recently used dropped).
+  explicit StepGraphs(int max_entries = 4) : max_entries_(max_entries) {}
+
+  struct Stats {
+    int64_t recorded = 0;  // steps recorded (then launched)
+    int64_t replayed = 0;  // steps launched from an earlier recording
+    int64_t op_by_op = 0;  // decode steps run op by op (first step of a batch, or refused)
+    int64_t ops_per_step = 0;  // ops in the latest recording
+  };
+  const Stats& stats() const { return stats_; }
+  // Why recording was refused (e.g. an op that runs on the host); empty while it works. Once
+  // refused, every later step runs op by op.
+  const std::string& refused() const { return refused_; }
+
+ private:
+  friend class Gemma4Model;
+  struct Entry {
+    std::vector<uint64_t> key;
+    std::unique_ptr<ForwardWorkspace> ws;
+    std::unique_ptr<OpGraph> graph;
+    int64_t last_use = 0;
+  };
+  // The entry for `key` (created, evicting the least recently used, when new); *fresh says
+  // whether it was created now.
+  Entry& Get(const std::vector<uint64_t>& key, Memory& memory, bool* fresh);
+
+  int max_entries_;
+  int64_t clock_ = 0;
+  std::vector<std::unique_ptr<Entry>> entries_;
+  Stats stats_;
+  std::string refused_;
+};
+
+}  // namespace g4

@@ -1,0 +1,93 @@
+#include "runtime/kv_cache/full_cache.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace g4 {
+
+FullKvCache::FullKvCache(int n_kv_heads, int head_dim, int block_size, int max_positions,
+                         Memory& memory)
+    : row_(n_kv_heads * head_dim),
+      block_size_(block_size),
+      max_positions_(max_positions),
+      memory_(&memory),
+      k_(memory),
+      v_(memory),
+      pos_(memory) {}
+
+void FullKvCache::Reset() {
+  size_ = 0;
+  clear_pos_ = capacity_ > 0;  // keeps the array: a recorded step over it stays valid
+}
+
+Status FullKvCache::Grow(int64_t need) {
+  const int64_t blocks_max = (max_positions_ + block_size_ - 1) / block_size_;
+  int64_t want = std::max(need, capacity_ + capacity_ / 2);
+  want = std::min((want + block_size_ - 1) / block_size_, blocks_max) * block_size_;
+  Buffer<float> k(*memory_), v(*memory_);
+  Buffer<int32_t> pos(*memory_);
+  const size_t n = static_cast<size_t>(want) * row_;
+  G4_RETURN_IF_ERROR(k.Allocate(n));
+  G4_RETURN_IF_ERROR(v.Allocate(n));
+  // Zeroed K/V: empty entries are masked by position but must not hold NaN bytes.
+  const std::vector<float> zeros(n - static_cast<size_t>(size_) * row_, 0.0f);
+  const size_t kept = static_cast<size_t>(size_) * row_ * sizeof(float);
+  G4_RETURN_IF_ERROR(memory_->Upload(k.data() + size_ * row_, zeros.data(), zeros.size() * 4));
+  G4_RETURN_IF_ERROR(memory_->Upload(v.data() + size_ * row_, zeros.data(), zeros.size() * 4));
+  std::vector<int32_t> p(static_cast<size_t>(want), -1);
+  for (int32_t i = 0; i < size_; ++i) p[static_cast<size_t>(i)] = i;
+  G4_RETURN_IF_ERROR(pos.Assign(p));
+  if (kept > 0) {
+    G4_RETURN_IF_ERROR(memory_->Copy(k.data(), k_.data(), kept));
+    G4_RETURN_IF_ERROR(memory_->Copy(v.data(), v_.data(), kept));
+  }
+  k_ = std::move(k);
+  v_ = std::move(v);
+  pos_ = std::move(pos);
+  capacity_ = want;
+  clear_pos_ = false;
+  return Status();
+}
+
+Status FullKvCache::Reserve(const int32_t* pos, int64_t C) {
+  if (size_ + C > max_positions_) {
+    return InvalidArgument("KV cache full: " + std::to_string(size_ + C) +
+                           " positions exceed the context of " + std::to_string(max_positions_));
+  }
+  for (int64_t i = 0; i < C; ++i) {
+    if (pos[i] != size_ + i) {
+      return Internal("full-attention KV cache: position " + std::to_string(pos[i]) +
+                      " written where " + std::to_string(size_ + i) + " was expected");
+    }
+  }
+  if (clear_pos_) {
+    const std::vector<int32_t> empty(static_cast<size_t>(capacity_), -1);
+    G4_RETURN_IF_ERROR(memory_->Upload(pos_.data(), empty.data(), empty.size() * 4));
+    clear_pos_ = false;
+  }
+  if (size_ + C > capacity_) G4_RETURN_IF_ERROR(Grow(size_ + C));
+  size_ += static_cast<int32_t>(C);
+  return Status();
+}
+
+StatusOr<KvView> FullKvCache::Write(const KvWriter& write, const float* k, const float* v,
+                                    const int32_t* dev_pos, int64_t C) {
+  if (size_ > capacity_ || capacity_ == 0) {
+    return Internal("full-attention KV cache: Write before Reserve");
+  }
+  KvWriteArgs a;
+  a.k = k;
+  a.v = v;
+  a.pos = dev_pos;
+  a.C = C;
+  a.row = row_;
+  a.window = 0;
+  a.capacity = capacity_;
+  a.k_cache = k_.data();
+  a.v_cache = v_.data();
+  a.pos_cache = pos_.data();
+  write(a);
+  return KvView{k_.data(), v_.data(), pos_.data(), capacity_};
+}
+
+}  // namespace g4

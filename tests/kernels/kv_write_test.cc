@@ -1,0 +1,86 @@
+// g4::ref::KvWrite (the ref and CPU backends' KvWrite, ops/kv_write.h): slots from positions,
+// ring wrap, skipped rows, nothing written outside the slots it names.
+
+#include <cstdint>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kernels/ref/kernels.h"
+
+namespace g4 {
+namespace {
+
+struct Cache {
+  Cache(int64_t capacity, int64_t row)
+      : k(static_cast<size_t>(capacity * row), -7.0f),
+        v(k.size(), -8.0f),
+        pos(static_cast<size_t>(capacity), -1) {}
+  std::vector<float> k, v;
+  std::vector<int32_t> pos;
+};
+
+// Row r of a chunk: k = 1000 * r + i, v = -(1000 * r + i).
+void MakeChunk(int64_t C, int64_t row, std::vector<float>* k, std::vector<float>* v) {
+  k->resize(static_cast<size_t>(C * row));
+  v->resize(k->size());
+  for (int64_t r = 0; r < C; ++r) {
+    for (int64_t i = 0; i < row; ++i) {
+      (*k)[static_cast<size_t>(r * row + i)] = static_cast<float>(1000 * r + i);
+      (*v)[static_cast<size_t>(r * row + i)] = -static_cast<float>(1000 * r + i);
+    }
+  }
+}
+
+KvWriteArgs Args(const std::vector<float>& k, const std::vector<float>& v,
+                 const std::vector<int32_t>& pos, int64_t row, int32_t window, Cache* c) {
+  KvWriteArgs a;
+  a.k = k.data();
+  a.v = v.data();
+  a.pos = pos.data();
+  a.C = static_cast<int64_t>(pos.size());
+  a.row = row;
+  a.window = window;
+  a.capacity = static_cast<int64_t>(c->pos.size());
+  a.k_cache = c->k.data();
+  a.v_cache = c->v.data();
+  a.pos_cache = c->pos.data();
+  return a;
+}
+
+TEST(KvWriteTest, RingSlotsArePositionsModuloTheWindow) {
+  ThreadPool pool(1);
+  const int64_t row = 13, W = 5;
+  Cache c(W, row);
+  std::vector<float> k, v;
+  const std::vector<int32_t> pos = {8, 9, 10};  // slots 3, 4, 0
+  MakeChunk(3, row, &k, &v);
+  ref::KvWrite(pool, Args(k, v, pos, row, static_cast<int32_t>(W), &c));
+  EXPECT_EQ(c.pos, (std::vector<int32_t>{10, -1, -1, 8, 9}));
+  const int64_t slot_of_row[] = {3, 4, 0};
+  for (int64_t r = 0; r < 3; ++r) {
+    for (int64_t i = 0; i < row; ++i) {
+      EXPECT_EQ(c.k[static_cast<size_t>(slot_of_row[r] * row + i)], 1000 * r + i);
+      EXPECT_EQ(c.v[static_cast<size_t>(slot_of_row[r] * row + i)], -(1000 * r + i));
+    }
+  }
+  for (int64_t slot : {1, 2}) {  // untouched
+    for (int64_t i = 0; i < row; ++i) EXPECT_EQ(c.k[static_cast<size_t>(slot * row + i)], -7.0f);
+  }
+}
+
+TEST(KvWriteTest, FullLayerSlotIsThePositionAndOutOfRangeRowsAreSkipped) {
+  ThreadPool pool(1);
+  const int64_t row = 4, capacity = 6;
+  Cache c(capacity, row);
+  std::vector<float> k, v;
+  const std::vector<int32_t> pos = {4, 5, 6, -1};  // 6 is past the capacity, -1 is padding
+  MakeChunk(4, row, &k, &v);
+  ref::KvWrite(pool, Args(k, v, pos, row, 0, &c));
+  EXPECT_EQ(c.pos, (std::vector<int32_t>{-1, -1, -1, -1, 4, 5}));
+  EXPECT_EQ(c.k[4 * row], 0.0f);
+  EXPECT_EQ(c.v[5 * row + 3], -1003.0f);
+  for (size_t i = 0; i < static_cast<size_t>(4 * row); ++i) EXPECT_EQ(c.k[i], -7.0f);
+}
+
+}  // namespace
+}  // namespace g4
