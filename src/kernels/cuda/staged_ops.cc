@@ -1,9 +1,11 @@
-// The host-pointer op functions of kernels.h (cuda::MatMul etc.), for tests and tools: each
-// copies its inputs into device scratch (staging.h), runs the cuda::dev op on them, waits, and
-// copies the result back; after any CUDA failure the outputs are NaN. Aliased host arguments
-// (x == out) stay aliased on the device, so the dev ops' in-place paths are the ones run.
+// The host-pointer op functions of kernels.h (cuda::MatMul ... cuda::KvWrite), for tests and
+// tools: each copies its inputs into device scratch (staging.h), runs the cuda::dev op on them,
+// waits, and copies the result back; after any CUDA failure the outputs are NaN. Aliased host
+// arguments (x == out) stay aliased on the device, so the dev ops' in-place paths are the ones
+// run.
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/staging.h"
@@ -127,6 +129,35 @@ void Scale(ThreadPool& pool, float* x, int64_t n, float s) {
   float* dx = Staged(0, x, n);
   if (dx != nullptr) dev::Scale(pool, dx, n, s);
   Finish(dx, x, n, "scale");
+}
+
+// The caches are uploaded whole (the rows not written keep their contents), written on the
+// device and downloaded. After a failure the caches are NaN and the positions INT32_MIN, never
+// a plausible cache.
+void KvWrite(ThreadPool& pool, const KvWriteArgs& a) {
+  if (a.C <= 0) return;
+  const int64_t cache = a.capacity * a.row;
+  KvWriteArgs d = a;
+  bool ok = Ready();
+  if (ok) {
+    d.k = Staged(0, a.k, a.C * a.row);
+    d.v = d.k != nullptr ? Staged(1, a.v, a.C * a.row) : nullptr;
+    d.pos = d.v != nullptr ? Staged(2, a.pos, a.C) : nullptr;
+    d.k_cache = d.pos != nullptr ? Staged(3, a.k_cache, cache) : nullptr;
+    d.v_cache = d.k_cache != nullptr ? Staged(4, a.v_cache, cache) : nullptr;
+    d.pos_cache = d.v_cache != nullptr ? Staged(5, a.pos_cache, a.capacity) : nullptr;
+    ok = d.pos_cache != nullptr;
+  }
+  if (ok) dev::KvWrite(pool, d);
+  const size_t fcache = static_cast<size_t>(cache) * sizeof(float);
+  ok = ok && Sync("kv_write") && ToHost(a.k_cache, d.k_cache, fcache) &&
+       ToHost(a.v_cache, d.v_cache, fcache) &&
+       ToHost(a.pos_cache, d.pos_cache, static_cast<size_t>(a.capacity) * sizeof(int32_t));
+  if (!ok) {
+    FillNaN(a.k_cache, cache);
+    FillNaN(a.v_cache, cache);
+    for (int64_t i = 0; i < a.capacity; ++i) a.pos_cache[i] = std::numeric_limits<int32_t>::min();
+  }
 }
 
 }  // namespace g4::cuda
