@@ -242,13 +242,31 @@ Status Gemma4Model::RunOps(Backend& be, ForwardWorkspace& ws, std::span<const Ba
                 &g = ws.g;
   G4_RETURN_IF_ERROR(a.Allocate(rows(R * H)));
   G4_RETURN_IF_ERROR(o.Allocate(rows(R * H)));
+  // Each sub-block ends in one ResidualNorm: h = (h + post_norm(o)) * scale, and a = the next
+  // sub-block's pre-norm of h (the next layer's input_norm after a layer's last sub-block).
+  auto residual = [&](const TensorView& post_norm, float scale, const TensorView* next_norm) {
+    ResidualNormArgs args;
+    args.x = o.data();
+    args.w = &post_norm;
+    args.h = h.data();
+    args.scale = scale;
+    args.next_w = next_norm;
+    args.out = next_norm != nullptr ? a.data() : nullptr;
+    args.R = R, args.D = H, args.eps = eps;
+    be.ResidualNorm(args);
+  };
+  be.RmsNorm(h.data(), w.layers.front().input_norm, R, H, eps, a.data());
   for (const LayerConfig& l : c.layers) {
     const LayerWeights& lw = w.layers[static_cast<size_t>(l.index)];
     const int64_t hd = l.head_dim, nq = l.n_heads, nkv = l.n_kv_heads, I = l.mlp_width;
     const float* inv_freq = ws.inv_freq.data() + rope_at_[static_cast<size_t>(l.index)];
+    const bool last = static_cast<size_t>(l.index) + 1 == w.layers.size();
+    const TensorView* next_input_norm =
+        last ? nullptr : &w.layers[static_cast<size_t>(l.index) + 1].input_norm;
+    const float layer_scale = lw.layer_scalar.at(0);  // scales the whole residual stream
 
-    // §2.3 attention block: h += post_attn_norm(o_proj(attend(input_norm(h))))
-    be.RmsNorm(h.data(), lw.input_norm, R, H, eps, a.data());
+    // §2.3 attention block: h += post_attn_norm(o_proj(attend(input_norm(h)))); a holds
+    // input_norm(h) (the previous layer's last ResidualNorm, or the RmsNorm above).
     G4_RETURN_IF_ERROR(q.Allocate(rows(R * nq * hd)));              // q: [R, nq, hd]
     be.MatMul(lw.q_proj, a.data(), R, q.data());
     be.RmsNorm(q.data(), lw.q_norm, R * nq, hd, eps, q.data());
@@ -302,19 +320,20 @@ Status Gemma4Model::RunOps(Backend& be, ForwardWorkspace& ws, std::span<const Ba
       be.Attention(args);
     }
     be.MatMul(lw.o_proj, attn.data(), R, o.data());
-    be.RmsNorm(o.data(), lw.post_attn_norm, R, H, eps, o.data());
-    be.Add(h.data(), o.data(), R * H, h.data());
+    residual(lw.post_attn_norm, 1.0f, &lw.pre_ff_norm);
 
-    // MLP block: h += post_ff_norm(down(gelu(gate(x)) * up(x))), x = pre_ff_norm(h)
-    be.RmsNorm(h.data(), lw.pre_ff_norm, R, H, eps, a.data());
+    // MLP block: h += post_ff_norm(down(gelu(gate(x)) * up(x))), x = pre_ff_norm(h) = a
     G4_RETURN_IF_ERROR(gate.Allocate(rows(R * I)));                 // gate, up: [R, I]
     G4_RETURN_IF_ERROR(up.Allocate(gate.size()));
     be.MatMul(lw.gate_proj, a.data(), R, gate.data());
     be.MatMul(lw.up_proj, a.data(), R, up.data());
     be.GeluMul(gate.data(), up.data(), R * I, gate.data());
     be.MatMul(lw.down_proj, gate.data(), R, o.data());
-    be.RmsNorm(o.data(), lw.post_ff_norm, R, H, eps, o.data());
-    be.Add(h.data(), o.data(), R * H, h.data());
+    if (P > 0) {
+      residual(lw.post_ff_norm, 1.0f, nullptr);
+    } else {
+      residual(lw.post_ff_norm, layer_scale, next_input_norm);
+    }
 
     // PLE injection: h += post_ple_norm(ple_proj(gelu(ple_gate(h)) * ple[:, i, :]))
     if (P > 0) {
@@ -325,10 +344,8 @@ Status Gemma4Model::RunOps(Backend& be, ForwardWorkspace& ws, std::span<const Ba
         be.GeluMul(g.data() + r * P, ple_ri, P, g.data() + r * P);
       }
       be.MatMul(lw.ple_proj, g.data(), R, o.data());
-      be.RmsNorm(o.data(), lw.ple_norm, R, H, eps, o.data());
-      be.Add(h.data(), o.data(), R * H, h.data());
+      residual(lw.ple_norm, layer_scale, next_input_norm);
     }
-    be.Scale(h.data(), R * H, lw.layer_scalar.at(0));  // scales the whole residual stream
     if (trace) G4_RETURN_IF_ERROR(record_hidden());
   }
 

@@ -21,6 +21,7 @@ OpTable MakeRefTable() {
   t.add = ref::Add;
   t.scale = ref::Scale;
   t.kv_write = ref::KvWrite;
+  t.residual_norm = ref::ResidualNorm;
   return t;
 }
 
@@ -34,6 +35,7 @@ OpTable MakeCpuTable() {
   t.embed = cpu::Embed;
   t.add = cpu::Add;
   t.scale = cpu::Scale;
+  t.residual_norm = cpu::ResidualNorm;
   return t;
 }
 
@@ -53,6 +55,7 @@ OpTable MakeCudaTable() {
   t.add = cuda::dev::Add;
   t.scale = cuda::dev::Scale;
   t.kv_write = cuda::dev::KvWrite;
+  t.residual_norm = cuda::dev::ResidualNorm;
   return t;
 }
 #endif

@@ -18,6 +18,7 @@
 #include "ops/matmul.h"
 #include "ops/memory.h"
 #include "ops/profiler.h"
+#include "ops/residual_norm.h"
 #include "ops/rms_norm.h"
 #include "ops/rope.h"
 #include "ops/softcap.h"
@@ -46,6 +47,7 @@ struct OpTable {
   AddFn add = nullptr;
   ScaleFn scale = nullptr;
   KvWriteFn kv_write = nullptr;
+  ResidualNormFn residual_norm = nullptr;
 };
 
 // The table of one backend. Ops a backend does not implement fall back to the ref kernel (the
@@ -116,6 +118,9 @@ class Backend {
   }
   void Scale(float* x, int64_t n, float s) {
     Timed(OpProfiler::kElementwise, [&] { ops_.scale(pool_, x, n, s); });
+  }
+  void ResidualNorm(const ResidualNormArgs& args) {
+    Timed(OpProfiler::kNorm, [&] { ops_.residual_norm(pool_, args); });
   }
   void KvWrite(const KvWriteArgs& args) {
     Timed(OpProfiler::kElementwise, [&] { ops_.kv_write(pool_, args); });

@@ -12,6 +12,7 @@
 #include "ops/embed.h"
 #include "ops/gelu.h"
 #include "ops/matmul.h"
+#include "ops/residual_norm.h"
 #include "ops/rms_norm.h"
 #include "ops/softcap.h"
 
@@ -48,5 +49,6 @@ void Embed(ThreadPool& pool, const TensorView& table, const int32_t* ids, int64_
            float* out);
 void Add(ThreadPool& pool, const float* a, const float* b, int64_t n, float* out);
 void Scale(ThreadPool& pool, float* x, int64_t n, float s);
+void ResidualNorm(ThreadPool& pool, const ResidualNormArgs& a);
 
 }  // namespace g4::cpu

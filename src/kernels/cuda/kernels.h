@@ -1,7 +1,7 @@
 // The CUDA backend's op functions, with exactly the signatures and contracts of ops/*.h, so
 // ops/backend.cc puts them in an OpTable like the ref and CPU kernels. No CUDA headers here.
 //
-// Two sets of the same ten ops:
+// Two sets of the same eleven ops:
 //   - cuda::dev (the kCuda Backend's table): every float / int32 pointer (x, y, out, ids,
 //     positions, inv_freq, AttentionArgs q/k/v/q_pos/k_pos/out) is DeviceMemory(). The ops launch
 //     on one stream and return without synchronizing; a CUDA failure is recorded once
@@ -40,6 +40,7 @@
 #include "ops/graph.h"
 #include "ops/kv_write.h"
 #include "ops/matmul.h"
+#include "ops/residual_norm.h"
 #include "ops/rms_norm.h"
 #include "ops/rope.h"
 #include "ops/softcap.h"
@@ -93,6 +94,7 @@ void Add(ThreadPool& pool, const float* a, const float* b, int64_t n, float* out
 void Scale(ThreadPool& pool, float* x, int64_t n, float s);
 // Host k / v / pos and caches: the caches are uploaded, written and downloaded whole.
 void KvWrite(ThreadPool& pool, const KvWriteArgs& args);
+void ResidualNorm(ThreadPool& pool, const ResidualNormArgs& args);
 
 // CUDA graphs (ops/graph.h) of the cuda::dev ops and DeviceMemory().Copy. Every op and copy
 // runs on one non-blocking stream; BeginCapture records its work instead of running it
@@ -125,6 +127,7 @@ void Scale(ThreadPool& pool, float* x, int64_t n, float s);
 // KvWrite (ops/kv_write.h) with every pointer in DeviceMemory(): the positions are read on the
 // device, so a recorded step writes the slots of the positions it finds at launch.
 void KvWrite(ThreadPool& pool, const KvWriteArgs& args);
+void ResidualNorm(ThreadPool& pool, const ResidualNormArgs& args);
 }  // namespace dev
 
 }  // namespace g4::cuda

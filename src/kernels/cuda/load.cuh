@@ -1,7 +1,7 @@
 // What every kernel source shares: device-side loads of elements stored as F32, BF16 or F16,
-// widened to f32 in registers, the grid size of the elementwise kernels, and the launch check.
-// bf16 widening is a shift (no bf16 datapath needed, so the kernels read bf16 as stored even on
-// SM 7.x); f16 uses the hardware conversion.
+// widened to f32 in registers, a block-wide sum, the grid size of the elementwise kernels, and
+// the launch check. bf16 widening is a shift (no bf16 datapath needed, so the kernels read bf16
+// as stored even on SM 7.x); f16 uses the hardware conversion.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -41,6 +41,20 @@ __device__ __forceinline__ float LoadF32(ElemType e, const void* p, int64_t i) {
   if (e == ElemType::kF32) return LoadF32<ElemType::kF32>(p, i);
   if (e == ElemType::kBF16) return LoadF32<ElemType::kBF16>(p, i);
   return LoadF32<ElemType::kF16>(p, i);
+}
+
+// The sum of v over the block's kThreads threads (a multiple of 32), the same value in every
+// thread, in a fixed order (warp shuffles, then the warps' partials in order). `partials`:
+// kThreads / 32 floats of shared memory, free for reuse when it returns.
+template <int kThreads>
+__device__ __forceinline__ float BlockSum(float v, float* partials) {
+  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  if ((threadIdx.x & 31) == 0) partials[threadIdx.x >> 5] = v;
+  __syncthreads();
+  float total = 0.0f;
+  for (int i = 0; i < kThreads / 32; ++i) total += partials[i];
+  __syncthreads();
+  return total;
 }
 
 // Blocks of `threads` covering n elements, capped so huge n loops inside the kernel.

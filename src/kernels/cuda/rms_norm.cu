@@ -17,12 +17,8 @@ __global__ void RmsNormKernel(const float* x, const void* w, int64_t D, float ep
   float* yr = out + blockIdx.x * D;
   float ss = 0.0f;
   for (int64_t d = threadIdx.x; d < D; d += kThreads) ss += xr[d] * xr[d];
-  for (int off = 16; off > 0; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
-  __shared__ float warp_sums[kThreads / 32];
-  if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = ss;
-  __syncthreads();
-  float total = 0.0f;
-  for (int i = 0; i < kThreads / 32; ++i) total += warp_sums[i];  // same order in every thread
+  __shared__ float partials[kThreads / 32];
+  const float total = BlockSum<kThreads>(ss, partials);
   const float inv = rsqrtf(total / static_cast<float>(D) + eps);
   for (int64_t d = threadIdx.x; d < D; d += kThreads) {
     const float wd = w == nullptr ? 1.0f : LoadF32<E>(w, d);

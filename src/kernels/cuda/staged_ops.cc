@@ -1,4 +1,4 @@
-// The host-pointer op functions of kernels.h (cuda::MatMul ... cuda::KvWrite), for tests and
+// The host-pointer op functions of kernels.h (cuda::MatMul ... cuda::ResidualNorm), for tests and
 // tools: each copies its inputs into device scratch (staging.h), runs the cuda::dev op on them,
 // waits, and copies the result back; after any CUDA failure the outputs are NaN. Aliased host
 // arguments (x == out) stay aliased on the device, so the dev ops' in-place paths are the ones
@@ -129,6 +129,25 @@ void Scale(ThreadPool& pool, float* x, int64_t n, float s) {
   float* dx = Staged(0, x, n);
   if (dx != nullptr) dev::Scale(pool, dx, n, s);
   Finish(dx, x, n, "scale");
+}
+
+// h and out come back; after a failure both are NaN.
+void ResidualNorm(ThreadPool& pool, const ResidualNormArgs& a) {
+  if (a.R <= 0 || a.D <= 0) return;
+  const int64_t n = a.R * a.D;
+  if (!Ready()) {
+    FillNaN(a.h, n);
+    if (a.out != nullptr) FillNaN(a.out, n);
+    return;
+  }
+  ResidualNormArgs d = a;
+  d.x = Staged(0, a.x, n);
+  d.h = d.x != nullptr ? Staged(1, a.h, n) : nullptr;
+  d.out = d.h != nullptr && a.out != nullptr ? ScratchF(2, n) : nullptr;
+  const bool staged = d.h != nullptr && (a.out == nullptr || d.out != nullptr);
+  if (staged) dev::ResidualNorm(pool, d);
+  Finish(staged ? d.h : nullptr, a.h, n, "residual_norm");
+  if (a.out != nullptr) Finish(staged ? d.out : nullptr, a.out, n, "residual_norm");
 }
 
 // The caches are uploaded whole (the rows not written keep their contents), written on the

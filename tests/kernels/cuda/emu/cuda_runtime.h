@@ -418,6 +418,9 @@ inline float __shfl_xor_sync(unsigned, float v, int mask) {
 }
 inline float __uint_as_float(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+// Round-to-nearest arithmetic the device never contracts into an FMA.
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fadd_rn(float a, float b) { return a + b; }
 
 template <typename... KArgs, typename... Args>
 void EmuLaunch(void (*k)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
