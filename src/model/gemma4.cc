@@ -269,8 +269,7 @@ Status Gemma4Model::RunOps(Backend& be, ForwardWorkspace& ws, std::span<const Ba
     // input_norm(h) (the previous layer's last ResidualNorm, or the RmsNorm above).
     G4_RETURN_IF_ERROR(q.Allocate(rows(R * nq * hd)));              // q: [R, nq, hd]
     be.MatMul(lw.q_proj, a.data(), R, q.data());
-    be.RmsNorm(q.data(), lw.q_norm, R * nq, hd, eps, q.data());
-    be.Rope(q.data(), d_pos, R, nq, hd, inv_freq);
+    be.NormRope(q.data(), lw.q_norm, d_pos, R, nq, hd, eps, inv_freq);
     if (!l.kv_shared()) {  // §2.4: this layer owns its K/V
       Buffer<float>& k = ws.k[static_cast<size_t>(l.index)];
       Buffer<float>& v = ws.v[static_cast<size_t>(l.index)];
@@ -282,8 +281,7 @@ Status Gemma4Model::RunOps(Backend& be, ForwardWorkspace& ws, std::span<const Ba
       } else {  // attention_k_eq_v: V is the raw K projection, before k_norm and RoPE
         G4_RETURN_IF_ERROR(mem.Copy(v.data(), k.data(), k.bytes()));
       }
-      be.RmsNorm(k.data(), lw.k_norm, R * nkv, hd, eps, k.data());
-      be.Rope(k.data(), d_pos, R, nkv, hd, inv_freq);
+      be.NormRope(k.data(), lw.k_norm, d_pos, R, nkv, hd, eps, inv_freq);
       be.RmsNorm(v.data(), TensorView{}, R * nkv, hd, eps, v.data());  // no weight
       std::vector<KvView>& own = views[static_cast<size_t>(l.index)];
       own.resize(B);

@@ -22,7 +22,15 @@ OpTable MakeRefTable() {
   t.scale = ref::Scale;
   t.kv_write = ref::KvWrite;
   t.residual_norm = ref::ResidualNorm;
+  t.norm_rope = ref::NormRope;
   return t;
+}
+
+// The CPU's NormRope: the SIMD RmsNorm, then the ref Rope (as the CPU table's rope).
+void CpuNormRope(ThreadPool& pool, float* x, const TensorView& w, const int32_t* positions,
+                 int64_t T, int64_t H, int64_t D, float eps, const float* inv_freq) {
+  cpu::RmsNorm(pool, x, w, T * H, D, eps, x);
+  if (inv_freq != nullptr) ref::Rope(pool, x, positions, T, H, D, inv_freq);
 }
 
 OpTable MakeCpuTable() {
@@ -36,6 +44,7 @@ OpTable MakeCpuTable() {
   t.add = cpu::Add;
   t.scale = cpu::Scale;
   t.residual_norm = cpu::ResidualNorm;
+  t.norm_rope = CpuNormRope;
   return t;
 }
 
@@ -56,6 +65,7 @@ OpTable MakeCudaTable() {
   t.scale = cuda::dev::Scale;
   t.kv_write = cuda::dev::KvWrite;
   t.residual_norm = cuda::dev::ResidualNorm;
+  t.norm_rope = cuda::dev::NormRope;
   return t;
 }
 #endif

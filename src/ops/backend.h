@@ -17,6 +17,7 @@
 #include "ops/kv_write.h"
 #include "ops/matmul.h"
 #include "ops/memory.h"
+#include "ops/norm_rope.h"
 #include "ops/profiler.h"
 #include "ops/residual_norm.h"
 #include "ops/rms_norm.h"
@@ -48,6 +49,7 @@ struct OpTable {
   ScaleFn scale = nullptr;
   KvWriteFn kv_write = nullptr;
   ResidualNormFn residual_norm = nullptr;
+  NormRopeFn norm_rope = nullptr;
 };
 
 // The table of one backend. Ops a backend does not implement fall back to the ref kernel (the
@@ -121,6 +123,10 @@ class Backend {
   }
   void ResidualNorm(const ResidualNormArgs& args) {
     Timed(OpProfiler::kNorm, [&] { ops_.residual_norm(pool_, args); });
+  }
+  void NormRope(float* x, const TensorView& w, const int32_t* pos, int64_t T, int64_t H, int64_t D,
+                float eps, const float* inv_freq) {
+    Timed(OpProfiler::kNorm, [&] { ops_.norm_rope(pool_, x, w, pos, T, H, D, eps, inv_freq); });
   }
   void KvWrite(const KvWriteArgs& args) {
     Timed(OpProfiler::kElementwise, [&] { ops_.kv_write(pool_, args); });

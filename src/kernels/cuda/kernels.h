@@ -1,7 +1,7 @@
 // The CUDA backend's op functions, with exactly the signatures and contracts of ops/*.h, so
 // ops/backend.cc puts them in an OpTable like the ref and CPU kernels. No CUDA headers here.
 //
-// Two sets of the same eleven ops:
+// Two sets of the same twelve ops:
 //   - cuda::dev (the kCuda Backend's table): every float / int32 pointer (x, y, out, ids,
 //     positions, inv_freq, AttentionArgs q/k/v/q_pos/k_pos/out) is DeviceMemory(). The ops launch
 //     on one stream and return without synchronizing; a CUDA failure is recorded once
@@ -40,6 +40,7 @@
 #include "ops/graph.h"
 #include "ops/kv_write.h"
 #include "ops/matmul.h"
+#include "ops/norm_rope.h"
 #include "ops/residual_norm.h"
 #include "ops/rms_norm.h"
 #include "ops/rope.h"
@@ -95,6 +96,8 @@ void Scale(ThreadPool& pool, float* x, int64_t n, float s);
 // Host k / v / pos and caches: the caches are uploaded, written and downloaded whole.
 void KvWrite(ThreadPool& pool, const KvWriteArgs& args);
 void ResidualNorm(ThreadPool& pool, const ResidualNormArgs& args);
+void NormRope(ThreadPool& pool, float* x, const TensorView& w, const int32_t* positions,
+              int64_t T, int64_t H, int64_t D, float eps, const float* inv_freq);
 
 // CUDA graphs (ops/graph.h) of the cuda::dev ops and DeviceMemory().Copy. Every op and copy
 // runs on one non-blocking stream; BeginCapture records its work instead of running it
@@ -128,6 +131,8 @@ void Scale(ThreadPool& pool, float* x, int64_t n, float s);
 // device, so a recorded step writes the slots of the positions it finds at launch.
 void KvWrite(ThreadPool& pool, const KvWriteArgs& args);
 void ResidualNorm(ThreadPool& pool, const ResidualNormArgs& args);
+void NormRope(ThreadPool& pool, float* x, const TensorView& w, const int32_t* positions,
+              int64_t T, int64_t H, int64_t D, float eps, const float* inv_freq);
 }  // namespace dev
 
 }  // namespace g4::cuda

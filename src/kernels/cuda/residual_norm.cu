@@ -6,6 +6,7 @@
 // fusing changes no result. Weights as stored (F32/BF16/F16, uploaded once) or none.
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/load.cuh"
+#include "kernels/cuda/norm_weight.cuh"
 #include "kernels/cuda/staging.h"
 
 namespace g4::cuda {
@@ -39,26 +40,6 @@ __global__ void ResidualNormKernel(const float* x, const void* w, ElemType w_typ
   }
 }
 
-// The device copy of a norm weight and its element type; *ok false when the weight could not be
-// uploaded or has a dtype the kernel does not read (reported through staging).
-const void* NormWeight(const TensorView* w, ElemType* type, bool* ok) {
-  using namespace staging;
-  *type = ElemType::kF32;
-  if (w == nullptr || w->empty()) return nullptr;
-  switch (w->dtype) {
-    case DType::kF32: break;
-    case DType::kBF16: *type = ElemType::kBF16; break;
-    case DType::kF16: *type = ElemType::kF16; break;
-    default:
-      *ok = Ok(InvalidArgument(std::string("residual_norm weight dtype ") + DTypeName(w->dtype)),
-               "residual_norm");
-      return nullptr;
-  }
-  const TensorView* cached = DeviceWeight(*w, /*convert_to_compute=*/false);
-  if (cached == nullptr) *ok = false;
-  return cached == nullptr ? nullptr : cached->data;
-}
-
 }  // namespace
 
 namespace dev {
@@ -68,8 +49,8 @@ void ResidualNorm(ThreadPool&, const ResidualNormArgs& a) {
   if (a.R <= 0 || a.D <= 0 || !Ready()) return;
   bool ok = true;
   ElemType w_type = ElemType::kF32, next_type = ElemType::kF32;
-  const void* dw = NormWeight(a.w, &w_type, &ok);
-  const void* dnext = a.out != nullptr ? NormWeight(a.next_w, &next_type, &ok) : nullptr;
+  const void* dw = NormWeight(a.w, &w_type, &ok, "residual_norm");
+  const void* dnext = a.out != nullptr ? NormWeight(a.next_w, &next_type, &ok, "residual_norm") : nullptr;
   if (!ok) return;
   ResidualNormKernel<<<static_cast<unsigned>(a.R), kThreads, 0, Stream()>>>(
       a.x, dw, w_type, a.h, a.scale, dnext, next_type, a.out, a.D, a.eps);

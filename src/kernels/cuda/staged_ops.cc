@@ -1,4 +1,4 @@
-// The host-pointer op functions of kernels.h (cuda::MatMul ... cuda::ResidualNorm), for tests and
+// The host-pointer op functions of kernels.h (cuda::MatMul ... cuda::NormRope), for tests and
 // tools: each copies its inputs into device scratch (staging.h), runs the cuda::dev op on them,
 // waits, and copies the result back; after any CUDA failure the outputs are NaN. Aliased host
 // arguments (x == out) stay aliased on the device, so the dev ops' in-place paths are the ones
@@ -129,6 +129,20 @@ void Scale(ThreadPool& pool, float* x, int64_t n, float s) {
   float* dx = Staged(0, x, n);
   if (dx != nullptr) dev::Scale(pool, dx, n, s);
   Finish(dx, x, n, "scale");
+}
+
+void NormRope(ThreadPool& pool, float* x, const TensorView& w, const int32_t* positions,
+              int64_t T, int64_t H, int64_t D, float eps, const float* inv_freq) {
+  if (T <= 0 || H <= 0 || D <= 0) return;
+  const int64_t n = T * H * D;
+  if (!Ready()) return FillNaN(x, n);
+  float* dx = Staged(0, x, n);
+  int32_t* dpos = dx != nullptr ? Staged(1, positions, T) : nullptr;
+  float* dfreq = nullptr;
+  bool staged = dpos != nullptr;
+  if (staged && inv_freq != nullptr) staged = (dfreq = Staged(2, inv_freq, D / 2)) != nullptr;
+  if (staged) dev::NormRope(pool, dx, w, dpos, T, H, D, eps, dfreq);
+  Finish(staged ? dx : nullptr, x, n, "norm_rope");
 }
 
 // h and out come back; after a failure both are NaN.

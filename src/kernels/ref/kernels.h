@@ -9,6 +9,7 @@
 #include "ops/gelu.h"
 #include "ops/kv_write.h"
 #include "ops/matmul.h"
+#include "ops/norm_rope.h"
 #include "ops/residual_norm.h"
 #include "ops/rms_norm.h"
 #include "ops/rope.h"
@@ -29,6 +30,8 @@ void Embed(ThreadPool& pool, const TensorView& table, const int32_t* ids, int64_
 void Add(ThreadPool& pool, const float* a, const float* b, int64_t n, float* out);
 void Scale(ThreadPool& pool, float* x, int64_t n, float s);
 void ResidualNorm(ThreadPool& pool, const ResidualNormArgs& a);
+void NormRope(ThreadPool& pool, float* x, const TensorView& w, const int32_t* positions,
+              int64_t T, int64_t H, int64_t D, float eps, const float* inv_freq);
 // Plain row copies: also the CPU backend's KvWrite (memcpy has nothing left to vectorize).
 void KvWrite(ThreadPool& pool, const KvWriteArgs& a);
 
