@@ -337,10 +337,7 @@ Status Gemma4Model::RunOps(Backend& be, ForwardWorkspace& ws, std::span<const Ba
     if (P > 0) {
       G4_RETURN_IF_ERROR(g.Allocate(rows(R * P)));                  // g: [R, P]
       be.MatMul(lw.ple_gate, h.data(), R, g.data());
-      for (int64_t r = 0; r < R; ++r) {
-        const float* ple_ri = ple.data() + (r * L + l.index) * P;
-        be.GeluMul(g.data() + r * P, ple_ri, P, g.data() + r * P);
-      }
+      be.GeluMulRows(g.data(), ple.data() + l.index * P, R, P, L * P, g.data());  // ple[:, l]
       be.MatMul(lw.ple_proj, g.data(), R, o.data());
       residual(lw.ple_norm, layer_scale, next_input_norm);
     }

@@ -107,7 +107,13 @@ class Backend {
     Timed(OpProfiler::kAttention, [&] { ops_.attention(pool_, args); });
   }
   void GeluMul(const float* gate, const float* up, int64_t n, float* out) {
-    Timed(OpProfiler::kElementwise, [&] { ops_.gelu_mul(pool_, gate, up, n, out); });
+    GeluMulRows(gate, up, 1, n, n, out);
+  }
+  // R rows of n, up's rows up_stride apart (ops/gelu.h).
+  void GeluMulRows(const float* gate, const float* up, int64_t R, int64_t n, int64_t up_stride,
+                   float* out) {
+    Timed(OpProfiler::kElementwise,
+          [&] { ops_.gelu_mul(pool_, gate, up, R, n, up_stride, out); });
   }
   void Softcap(float* x, int64_t n, float cap) {
     Timed(OpProfiler::kElementwise, [&] { ops_.softcap(pool_, x, n, cap); });

@@ -1,5 +1,6 @@
 // g4::cpu::GeluMul against g4::ref::GeluMul (tanh-form GELU in f64) on random and special
-// inputs, odd lengths (SIMD tails), misaligned and aliased buffers, pools of 1 and 3 threads.
+// inputs, odd lengths (SIMD tails), misaligned and aliased buffers, rows of `up` a stride apart,
+// pools of 1 and 3 threads.
 // Tolerance per element: |out - ref| <= (2 + |u|) * 2^-22 * |ref| + 2^-50 * |gate * up|, with
 // u = sqrt(2/pi) (x + 0.044715 x^3), i.e. ~1e-6 relative for |x| <= 3. Why the |u| term: any f32
 // evaluation rounds u (relative 2^-24) and gelu(x) = x * sigmoid(2u) has d ln(gelu)/du <= 2, so
@@ -7,6 +8,7 @@
 // absolute term is the ref's own f64 limit: it computes 1 + tanh(u) by cancellation, which is
 // exact only to ~2^-53 * |x| (it returns 0 below x ~ -9 where the true value is ~1e-30).
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -74,10 +76,35 @@ TEST_P(GeluTest, MatchesRef) {
       FloatBuffer gate(gv, mode == 3), up(uv, mode == 3), out(n, mode == 3);
       float* dst = mode == 1 ? gate.data() : mode == 2 ? up.data() : out.data();
       std::vector<float> ref(static_cast<size_t>(n));
-      ref::GeluMul(pool, gv.data(), uv.data(), n, ref.data());
-      cpu::GeluMul(pool, gate.data(), up.data(), n, dst);
+      ref::GeluMul(pool, gv.data(), uv.data(), 1, n, n, ref.data());
+      cpu::GeluMul(pool, gate.data(), up.data(), 1, n, n, dst);
       const std::vector<float> got(dst, dst + n);
       ASSERT_LE(MaxErrorOverTol(gv, uv, got, ref), 1.0);
+    }
+  }
+}
+
+// Rows whose `up` lies up_stride apart (the PLE branch's one layer of [R, L, P]), in place on
+// gate, against the ref; elements between the rows of up are never read (NaN there).
+TEST_P(GeluTest, StridedRowsMatchRef) {
+  const testing::ScopedTarget scoped_target(target());
+  ASSERT_TRUE(scoped_target.ok()) << target();
+  ThreadPool pool(threads());
+  uint32_t seed = 50;
+  for (int64_t R : {1, 2, 9}) {
+    for (int64_t n : {1, 17, 256}) {
+      SCOPED_TRACE("R=" + std::to_string(R) + " n=" + std::to_string(n));
+      const int64_t stride = 3 * n + 5;
+      const std::vector<float> gv = Gates(R * n, seed++);
+      std::vector<float> uv(static_cast<size_t>(R * stride), std::nanf(""));
+      const std::vector<float> rows = RandomFloats(R * n, seed++, -2.0f, 2.0f);
+      for (int64_t r = 0; r < R; ++r) {
+        std::copy_n(rows.begin() + r * n, n, uv.begin() + r * stride + n);
+      }
+      std::vector<float> gate = gv, ref(gv.size());
+      ref::GeluMul(pool, gv.data(), uv.data() + n, R, n, stride, ref.data());
+      cpu::GeluMul(pool, gate.data(), uv.data() + n, R, n, stride, gate.data());
+      ASSERT_LE(MaxErrorOverTol(gv, rows, gate, ref), 1.0);  // rows: up packed
     }
   }
 }
@@ -96,7 +123,7 @@ TEST(GeluAccuracy, WithinOnePpmForModerateInputs) {
   const int64_t n = 20001;
   std::vector<float> g(static_cast<size_t>(n)), up(static_cast<size_t>(n), 1.0f), out(g.size());
   for (int64_t i = 0; i < n; ++i) g[i] = -3.0f + 6.0f * static_cast<float>(i) / (n - 1);
-  cpu::GeluMul(pool, g.data(), up.data(), n, out.data());
+  cpu::GeluMul(pool, g.data(), up.data(), 1, n, n, out.data());
   for (int64_t i = 0; i < n; ++i) {
     const double ref = ref::GeluTanh(g[i]);
     ASSERT_LE(std::fabs(out[i] - ref), 1e-6 * std::fabs(ref) + 1e-30) << "x=" << g[i];
@@ -108,8 +135,8 @@ TEST(GeluComparator, CatchesSmallErrors) {
   const int64_t n = 257;
   const std::vector<float> g = RandomFloats(n, 5, -3.0f, 3.0f), u = RandomFloats(n, 6);
   std::vector<float> out(static_cast<size_t>(n)), ref(static_cast<size_t>(n));
-  cpu::GeluMul(pool, g.data(), u.data(), n, out.data());
-  ref::GeluMul(pool, g.data(), u.data(), n, ref.data());
+  cpu::GeluMul(pool, g.data(), u.data(), 1, n, n, out.data());
+  ref::GeluMul(pool, g.data(), u.data(), 1, n, n, ref.data());
   EXPECT_LE(MaxErrorOverTol(g, u, out, ref), 1.0);
   out[100] *= 1.0f + 5e-6f;  // tolerance at |x| <= 3 is <= ~1.3e-6 relative
   EXPECT_GT(MaxErrorOverTol(g, u, out, ref), 1.0);

@@ -5,7 +5,8 @@
 // i.e. gelu_tanh(x) = x / (1 + exp(-2u)): the same function as the tanh form, but the tanh form
 // in f32 computes 1 + tanh(u) by cancellation for negative x (at x = -4, 1 + tanh(u) ~ 1e-6 and
 // f32 keeps only ~1 correct digit of it), while this form keeps every value to a few ulp.
-// gate, up, out: [n] f32; out may alias gate or up. Split across the pool's threads.
+// gate, out: [R, n] f32; up: rows up_stride apart; out may alias gate, or up when up_stride == n.
+// Split across the pool's threads (by elements when the rows are contiguous, else by rows).
 
 #include <algorithm>
 #include <cstdint>
@@ -48,11 +49,21 @@ void GeluMulRange(const float* gate, const float* up, int64_t begin, int64_t end
 
 }  // namespace
 
-// gate, up, out: [n] f32.
-void GeluMulImpl(ThreadPool& pool, const float* gate, const float* up, int64_t n, float* out) {
+void GeluMulImpl(ThreadPool& pool, const float* gate, const float* up, int64_t R, int64_t n,
+                 int64_t up_stride, float* out) {
+  if (R <= 0 || n <= 0) return;
   // ~32K elements per chunk (an exp each) before a second thread pays for its wake-up.
-  pool.ParallelFor(n, int64_t{1} << 15, [&](int64_t begin, int64_t end) {
-    GeluMulRange(gate, up, begin, end, out);
+  constexpr int64_t kGrain = int64_t{1} << 15;
+  if (R == 1 || up_stride == n) {
+    pool.ParallelFor(R * n, kGrain, [&](int64_t begin, int64_t end) {
+      GeluMulRange(gate, up, begin, end, out);
+    });
+    return;
+  }
+  pool.ParallelFor(R, std::max<int64_t>(1, kGrain / n), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      GeluMulRange(gate + r * n, up + r * up_stride, 0, n, out + r * n);
+    }
   });
 }
 
@@ -64,8 +75,9 @@ HWY_AFTER_NAMESPACE();
 namespace g4::cpu {
 
 G4_CPU_EXPORT(GeluMul,
-              (ThreadPool& pool, const float* gate, const float* up, int64_t n, float* out),
-              (pool, gate, up, n, out))
+              (ThreadPool& pool, const float* gate, const float* up, int64_t R, int64_t n,
+               int64_t up_stride, float* out),
+              (pool, gate, up, R, n, up_stride, out))
 
 }  // namespace g4::cpu
 #endif  // HWY_ONCE

@@ -43,7 +43,8 @@ void GgufMatMul(ThreadPool& pool, const TensorView& w, const float* x, int64_t T
 void RmsNorm(ThreadPool& pool, const float* x, const TensorView& w, int64_t R, int64_t D, float eps,
              float* out);
 void Attention(ThreadPool& pool, const AttentionArgs& a);
-void GeluMul(ThreadPool& pool, const float* gate, const float* up, int64_t n, float* out);
+void GeluMul(ThreadPool& pool, const float* gate, const float* up, int64_t R, int64_t n,
+             int64_t up_stride, float* out);
 void Softcap(ThreadPool& pool, float* x, int64_t n, float cap);
 void Embed(ThreadPool& pool, const TensorView& table, const int32_t* ids, int64_t T, float scale,
            float* out);

@@ -1,5 +1,6 @@
 // CUDA GeluMul (ops/gelu.h): out = gelu_tanh(gate) * up in f32 with tanhf (the tanh form, as HF
-// gelu_pytorch_tanh), on device pointers. out may alias gate or up (elementwise).
+// gelu_pytorch_tanh), on device pointers, over R rows of n (up's rows up_stride apart), one
+// launch for all rows. out may alias gate, or up when up_stride == n (elementwise).
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/load.cuh"
 #include "kernels/cuda/staging.h"
@@ -7,13 +8,15 @@
 namespace g4::cuda {
 namespace {
 
-__global__ void GeluMulKernel(const float* gate, const float* up, int64_t n, float* out) {
+__global__ void GeluMulKernel(const float* gate, const float* up, int64_t total, int64_t n,
+                              int64_t up_stride, float* out) {
   constexpr float kSqrt2OverPi = 0.7978845608028654f;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = i / n;
     const float x = gate[i];
     const float g = 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
-    out[i] = g * up[i];
+    out[i] = g * up[r * up_stride + (i - r * n)];
   }
 }
 
@@ -21,10 +24,11 @@ __global__ void GeluMulKernel(const float* gate, const float* up, int64_t n, flo
 
 namespace dev {
 
-void GeluMul(ThreadPool&, const float* gate, const float* up, int64_t n, float* out) {
+void GeluMul(ThreadPool&, const float* gate, const float* up, int64_t R, int64_t n,
+             int64_t up_stride, float* out) {
   using namespace staging;
-  if (n <= 0 || !Ready()) return;
-  GeluMulKernel<<<GridFor(n, 256), 256, 0, Stream()>>>(gate, up, n, out);
+  if (R <= 0 || n <= 0 || !Ready()) return;
+  GeluMulKernel<<<GridFor(R * n, 256), 256, 0, Stream()>>>(gate, up, R * n, n, up_stride, out);
   Launched("gelu_mul");
 }
 

@@ -84,14 +84,16 @@ void Attention(ThreadPool& pool, const AttentionArgs& a) {
   Finish(d.out, a.out, q_n, "attention");
 }
 
-void GeluMul(ThreadPool& pool, const float* gate, const float* up, int64_t n, float* out) {
-  if (n <= 0) return;
-  if (!Ready()) return FillNaN(out, n);
-  float* dg = Staged(0, gate, n);
-  float* du = dg == nullptr ? nullptr : up == gate ? dg : Staged(1, up, n);
-  float* dout = du == nullptr ? nullptr : out == gate ? dg : out == up ? du : ScratchF(2, n);
-  if (dout != nullptr) dev::GeluMul(pool, dg, du, n, dout);
-  Finish(dout, out, n, "gelu_mul");
+void GeluMul(ThreadPool& pool, const float* gate, const float* up, int64_t R, int64_t n,
+             int64_t up_stride, float* out) {
+  if (R <= 0 || n <= 0) return;
+  const int64_t total = R * n, up_n = (R - 1) * up_stride + n;
+  if (!Ready()) return FillNaN(out, total);
+  float* dg = Staged(0, gate, total);
+  float* du = dg == nullptr ? nullptr : up == gate ? dg : Staged(1, up, up_n);
+  float* dout = du == nullptr ? nullptr : out == gate ? dg : out == up ? du : ScratchF(2, total);
+  if (dout != nullptr) dev::GeluMul(pool, dg, du, R, n, up_stride, dout);
+  Finish(dout, out, total, "gelu_mul");
 }
 
 void Softcap(ThreadPool& pool, float* x, int64_t n, float cap) {

@@ -138,8 +138,8 @@ TEST_F(CudaDevOpsTest, ElementwiseOpsInPlaceAndNot) {
       Buffer<float> da = OnDevice(a), db = OnDevice(b), dout = DeviceOf<float>(a.size());
       Buffer<float>& dst = alias == 0 ? dout : alias == 1 ? da : db;
       std::vector<float> ref(a.size());
-      ref::GeluMul(pool_, a.data(), b.data(), n, ref.data());
-      dev::GeluMul(pool_, da.data(), db.data(), n, dst.data());
+      ref::GeluMul(pool_, a.data(), b.data(), 1, n, n, ref.data());
+      dev::GeluMul(pool_, da.data(), db.data(), 1, n, n, dst.data());
       EXPECT_LE(MaxScaledError(ToHostVector(dst), ref, 0.1), 1e-5);
       Buffer<float> ea = OnDevice(a), eb = OnDevice(b), eout = DeviceOf<float>(a.size());
       Buffer<float>& edst = alias == 0 ? eout : alias == 1 ? ea : eb;
