@@ -268,17 +268,29 @@ Status Gemma4Model::RunOps(Backend& be, ForwardWorkspace& ws, std::span<const Ba
     // §2.3 attention block: h += post_attn_norm(o_proj(attend(input_norm(h)))); a holds
     // input_norm(h) (the previous layer's last ResidualNorm, or the RmsNorm above).
     G4_RETURN_IF_ERROR(q.Allocate(rows(R * nq * hd)));              // q: [R, nq, hd]
-    be.MatMul(lw.q_proj, a.data(), R, q.data());
-    be.NormRope(q.data(), lw.q_norm, d_pos, R, nq, hd, eps, inv_freq);
+    MatMulGroup qkv;  // the q (and k, v) projections of a: one op
+    qkv.w[qkv.count] = &lw.q_proj;
+    qkv.y[qkv.count++] = q.data();
+    Buffer<float>* k_buf = nullptr;
+    Buffer<float>* v_buf = nullptr;
     if (!l.kv_shared()) {  // §2.4: this layer owns its K/V
-      Buffer<float>& k = ws.k[static_cast<size_t>(l.index)];
-      Buffer<float>& v = ws.v[static_cast<size_t>(l.index)];
-      G4_RETURN_IF_ERROR(k.Allocate(rows(R * nkv * hd)));           // k, v: [R, nkv, hd]
-      G4_RETURN_IF_ERROR(v.Allocate(k.size()));
-      be.MatMul(lw.k_proj, a.data(), R, k.data());
+      k_buf = &ws.k[static_cast<size_t>(l.index)];
+      v_buf = &ws.v[static_cast<size_t>(l.index)];
+      G4_RETURN_IF_ERROR(k_buf->Allocate(rows(R * nkv * hd)));      // k, v: [R, nkv, hd]
+      G4_RETURN_IF_ERROR(v_buf->Allocate(k_buf->size()));
+      qkv.w[qkv.count] = &lw.k_proj;
+      qkv.y[qkv.count++] = k_buf->data();
       if (l.has_v_proj) {
-        be.MatMul(lw.v_proj, a.data(), R, v.data());
-      } else {  // attention_k_eq_v: V is the raw K projection, before k_norm and RoPE
+        qkv.w[qkv.count] = &lw.v_proj;
+        qkv.y[qkv.count++] = v_buf->data();
+      }
+    }
+    be.GroupedMatMul(qkv, a.data(), R);
+    be.NormRope(q.data(), lw.q_norm, d_pos, R, nq, hd, eps, inv_freq);
+    if (!l.kv_shared()) {
+      Buffer<float>& k = *k_buf;
+      Buffer<float>& v = *v_buf;
+      if (!l.has_v_proj) {  // attention_k_eq_v: V is the raw K projection, before k_norm and RoPE
         G4_RETURN_IF_ERROR(mem.Copy(v.data(), k.data(), k.bytes()));
       }
       be.NormRope(k.data(), lw.k_norm, d_pos, R, nkv, hd, eps, inv_freq);
@@ -323,8 +335,13 @@ Status Gemma4Model::RunOps(Backend& be, ForwardWorkspace& ws, std::span<const Ba
     // MLP block: h += post_ff_norm(down(gelu(gate(x)) * up(x))), x = pre_ff_norm(h) = a
     G4_RETURN_IF_ERROR(gate.Allocate(rows(R * I)));                 // gate, up: [R, I]
     G4_RETURN_IF_ERROR(up.Allocate(gate.size()));
-    be.MatMul(lw.gate_proj, a.data(), R, gate.data());
-    be.MatMul(lw.up_proj, a.data(), R, up.data());
+    MatMulGroup gate_up;
+    gate_up.w[0] = &lw.gate_proj;
+    gate_up.y[0] = gate.data();
+    gate_up.w[1] = &lw.up_proj;
+    gate_up.y[1] = up.data();
+    gate_up.count = 2;
+    be.GroupedMatMul(gate_up, a.data(), R);
     be.GeluMul(gate.data(), up.data(), R * I, gate.data());
     be.MatMul(lw.down_proj, gate.data(), R, o.data());
     if (P > 0) {

@@ -9,9 +9,16 @@
 namespace g4 {
 namespace {
 
+// GroupedMatMul as one MatMul per weight: the ref and CPU kernels gain nothing from one call.
+template <MatMulFn kMatMul>
+void MatMulEach(ThreadPool& pool, const MatMulGroup& g, const float* x, int64_t T) {
+  for (int i = 0; i < g.count; ++i) kMatMul(pool, *g.w[i], x, T, g.y[i]);
+}
+
 OpTable MakeRefTable() {
   OpTable t;
   t.matmul = ref::MatMul;
+  t.grouped_matmul = MatMulEach<ref::MatMul>;
   t.rms_norm = ref::RmsNorm;
   t.rope = ref::Rope;
   t.attention = ref::Attention;
@@ -36,6 +43,7 @@ void CpuNormRope(ThreadPool& pool, float* x, const TensorView& w, const int32_t*
 OpTable MakeCpuTable() {
   OpTable t = MakeRefTable();  // rope stays ref: it is O(T*D), not worth a SIMD kernel
   t.matmul = cpu::MatMul;
+  t.grouped_matmul = MatMulEach<cpu::MatMul>;
   t.rms_norm = cpu::RmsNorm;
   t.attention = cpu::Attention;
   t.gelu_mul = cpu::GeluMul;
@@ -55,6 +63,7 @@ OpTable MakeCpuTable() {
 OpTable MakeCudaTable() {
   OpTable t;
   t.matmul = cuda::dev::MatMul;
+  t.grouped_matmul = cuda::dev::GroupedMatMul;
   t.rms_norm = cuda::dev::RmsNorm;
   t.rope = cuda::dev::Rope;
   t.attention = cuda::dev::Attention;

@@ -39,6 +39,7 @@ StatusOr<BackendKind> ParseBackendKind(const std::string& name);
 
 struct OpTable {
   MatMulFn matmul = nullptr;
+  GroupedMatMulFn grouped_matmul = nullptr;
   RmsNormFn rms_norm = nullptr;
   RopeFn rope = nullptr;
   AttentionFn attention = nullptr;
@@ -96,6 +97,11 @@ class Backend {
     const auto t0 = OpProfiler::Clock::now();
     ops_.matmul(pool_, w, x, T, y);
     profiler_->Record(profiler_->MatMulCategory(w), t0);
+  }
+  // Under a profiler each weight is its own MatMul, so every one is timed in its category.
+  void GroupedMatMul(const MatMulGroup& g, const float* x, int64_t T) {
+    if (!Profiling()) return ops_.grouped_matmul(pool_, g, x, T);
+    for (int i = 0; i < g.count; ++i) MatMul(*g.w[i], x, T, g.y[i]);
   }
   void RmsNorm(const float* x, const TensorView& w, int64_t R, int64_t D, float eps, float* out) {
     Timed(OpProfiler::kNorm, [&] { ops_.rms_norm(pool_, x, w, R, D, eps, out); });

@@ -13,4 +13,16 @@
 namespace g4 {
 using MatMulFn = void (*)(ThreadPool& pool, const TensorView& w, const float* x, int64_t T,
                           float* y);
+
+// GroupedMatMul: y[i] = x @ w[i]^T for i < count, weights that read the same x (a layer's q, k
+// and v projections; the MLP's gate and up), each pair as in MatMul. One op because a device
+// runs the decode GEMVs of weights with the same K and storage as one launch.
+inline constexpr int kMaxMatMulGroup = 3;
+struct MatMulGroup {
+  const TensorView* w[kMaxMatMulGroup] = {};
+  float* y[kMaxMatMulGroup] = {};
+  int count = 0;
+};
+using GroupedMatMulFn = void (*)(ThreadPool& pool, const MatMulGroup& g, const float* x,
+                                 int64_t T);
 }  // namespace g4

@@ -1,4 +1,4 @@
-// The device-pointer MatMul and Attention of the CUDA backend (kernels.h, cuda::dev) around the
+// The device-pointer MatMul, GroupedMatMul and Attention of the CUDA backend (kernels.h, cuda::dev) around the
 // device kernels of matmul.h, matmul_quant.h and attention.h: weights come from the device cache
 // (uploaded once; float weights in the policy's compute dtype), activations are device pointers,
 // nothing synchronizes. Weights the device kernels do not define (int8 groups, GGUF blocks:
@@ -81,6 +81,22 @@ void MatMul(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, fl
   Ok(w.quantized() ? MatMulInt4Device(*dw, x, T, y, Limits(), Stream())
                    : MatMulDevice(*dw, x, T, y, Limits(), Stream()),
      "matmul");
+}
+
+void GroupedMatMul(ThreadPool& pool, const MatMulGroup& g, const float* x, int64_t T) {
+  using namespace staging;
+  if (T <= 0 || !Ready()) return;
+  const TensorView* dw[kMaxMatMulGroup] = {};
+  bool grouped = g.count > 1 && g.count <= kMaxMatMulGroup && T <= kGemvMaxT;
+  for (int i = 0; grouped && i < g.count; ++i) grouped = MatMulOnDevice(*g.w[i]);
+  for (int i = 0; grouped && i < g.count; ++i) {
+    if ((dw[i] = DeviceWeight(*g.w[i], /*convert_to_compute=*/true)) == nullptr) return;
+  }
+  if (grouped && GemvGroupable(dw, g.count, T)) {
+    Ok(GroupedGemvDevice(dw, g.y, g.count, x, T, Stream()), "matmul");
+    return;
+  }
+  for (int i = 0; i < g.count; ++i) MatMul(pool, *g.w[i], x, T, g.y[i]);
 }
 
 void Attention(ThreadPool& pool, const AttentionArgs& a) {

@@ -1,7 +1,7 @@
 // The CUDA backend's op functions, with exactly the signatures and contracts of ops/*.h, so
 // ops/backend.cc puts them in an OpTable like the ref and CPU kernels. No CUDA headers here.
 //
-// Two sets of the same twelve ops:
+// Two sets of the same thirteen ops:
 //   - cuda::dev (the kCuda Backend's table): every float / int32 pointer (x, y, out, ids,
 //     positions, inv_freq, AttentionArgs q/k/v/q_pos/k_pos/out) is DeviceMemory(). The ops launch
 //     on one stream and return without synchronizing; a CUDA failure is recorded once
@@ -76,6 +76,9 @@ int64_t CachedWeightBytes();
 // Whether MatMul runs `w` on the device (float or int4-group weights) or on the CPU kernel.
 bool MatMulOnDevice(const TensorView& w);
 void MatMul(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y);
+// One grouped GEMV launch (matmul.h GemvGroupable: decode rows, weights of one K and storage,
+// all on the device); otherwise one MatMul per weight.
+void GroupedMatMul(ThreadPool& pool, const MatMulGroup& g, const float* x, int64_t T);
 void RmsNorm(ThreadPool& pool, const float* x, const TensorView& w, int64_t R, int64_t D, float eps,
              float* out);
 void Rope(ThreadPool& pool, float* x, const int32_t* positions, int64_t T, int64_t H, int64_t D,
@@ -117,6 +120,9 @@ bool Capturing();
 // The same ops on DeviceMemory() pointers (see the file comment): the kCuda op table.
 namespace dev {
 void MatMul(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y);
+// One grouped GEMV launch (matmul.h GemvGroupable: decode rows, weights of one K and storage,
+// all on the device); otherwise one MatMul per weight.
+void GroupedMatMul(ThreadPool& pool, const MatMulGroup& g, const float* x, int64_t T);
 void RmsNorm(ThreadPool& pool, const float* x, const TensorView& w, int64_t R, int64_t D, float eps,
              float* out);
 void Rope(ThreadPool& pool, float* x, const int32_t* positions, int64_t T, int64_t H, int64_t D,

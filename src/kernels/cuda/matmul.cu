@@ -43,15 +43,20 @@ __device__ void Widen16(const uint4& raw, float* out) {
 constexpr int kGemvWarps = 8;
 
 // y[t, n] for every t < T (<= kGemvMaxT): one warp per weight row n, so the row is read once
-// for all T. `vec`: rows and x are 16-byte aligned with K a multiple of the 16-byte element
-// count, so lanes load 16 bytes at a time; otherwise one element at a time.
+// for all T; the block's segment (GemvSegments) says which weight and y. `vec`: rows and x are
+// 16-byte aligned with K a multiple of the 16-byte element count, so lanes load 16 bytes at a
+// time; otherwise one element at a time.
 template <typename WT>
-__global__ void DenseGemvKernel(const typename WT::Elem* __restrict__ w, int64_t N, int64_t K,
-                                const float* __restrict__ x, int T, float* __restrict__ y,
-                                bool vec) {
+__global__ void DenseGemvKernel(const GemvSegments seg, int64_t K, const float* __restrict__ x,
+                                int T, bool vec) {
   constexpr int kVec = 16 / sizeof(typename WT::Elem);
   const int lane = threadIdx.x % 32;
-  const int64_t n = static_cast<int64_t>(blockIdx.x) * kGemvWarps + threadIdx.x / 32;
+  const int s = seg.SegmentOf(blockIdx.x);
+  const auto* __restrict__ w = static_cast<const typename WT::Elem*>(seg.w[s]);
+  const int64_t N = seg.N[s];
+  float* __restrict__ y = seg.y[s];
+  const int64_t n =
+      static_cast<int64_t>(blockIdx.x - seg.first_block[s]) * kGemvWarps + threadIdx.x / 32;
   if (n >= N) return;  // whole warps leave together: no block-wide sync below
   const typename WT::Elem* row = w + n * K;
   float acc[kGemvMaxT];
@@ -157,19 +162,23 @@ Status CheckDense(const TensorView& w, const float* x, int64_t T, const float* y
 
 bool Aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
+// w[0..count) dense weights of one dtype and K (GemvGroupable), in one grid per kGemvMaxT rows.
 template <typename WT>
-Status LaunchGemv(const TensorView& w, const float* x, int64_t T, float* y, cudaStream_t s) {
-  const int64_t N = w.dim(0), K = w.dim(1);
+Status LaunchGemv(const TensorView* const* w, float* const* y, int count, const float* x,
+                  int64_t T, cudaStream_t s) {
+  const int64_t K = w[0]->dim(1);
   constexpr int64_t kVec = 16 / sizeof(typename WT::Elem);
   // Row n starts at n * K elements: 16-byte aligned for every n iff the base is and K is a
   // multiple of the vector width (and likewise for the rows of x).
-  const bool vec = Aligned16(w.data) && Aligned16(x) && K % kVec == 0 && K % 4 == 0;
-  const auto* wp = static_cast<const typename WT::Elem*>(w.data);
-  const unsigned blocks = static_cast<unsigned>((N + kGemvWarps - 1) / kGemvWarps);
+  bool vec = Aligned16(x) && K % kVec == 0 && K % 4 == 0;
+  GemvSegments seg = GemvSegmentsOf(w, y, count, kGemvWarps);
+  for (int i = 0; i < count; ++i) vec = vec && Aligned16(w[i]->data);
   for (int64_t t0 = 0; t0 < T; t0 += kGemvMaxT) {
     const int tc = static_cast<int>(T - t0 < kGemvMaxT ? T - t0 : kGemvMaxT);
-    DenseGemvKernel<WT><<<blocks, kGemvWarps * 32, 0, s>>>(wp, N, K, x + t0 * K, tc, y + t0 * N,
-                                                           vec);
+    GemvSegments rows = seg;
+    for (int i = 0; i < count; ++i) rows.y[i] = y[i] + t0 * seg.N[i];
+    DenseGemvKernel<WT><<<seg.first_block[count], kGemvWarps * 32, 0, s>>>(rows, K, x + t0 * K,
+                                                                            tc, vec);
   }
   return LaunchStatus("dense GEMV launch");
 }
@@ -187,42 +196,95 @@ Status LaunchGemm(const TensorView& w, const float* x, int64_t T, float* y, cuda
   return LaunchStatus("dense GEMM launch");
 }
 
-template <template <typename> class Fn>
-Status ByDType(const TensorView& w, const float* x, int64_t T, float* y, cudaStream_t s) {
-  switch (w.dtype) {
-    case DType::kF32: return Fn<F32W>::Run(w, x, T, y, s);
-    case DType::kBF16: return Fn<Bf16W>::Run(w, x, T, y, s);
-    case DType::kF16: return Fn<F16W>::Run(w, x, T, y, s);
+// Fn<WT>::Run(args...) for the weight type of `dtype`.
+template <template <typename> class Fn, typename... Args>
+Status ByDType(DType dtype, Args... args) {
+  switch (dtype) {
+    case DType::kF32: return Fn<F32W>::Run(args...);
+    case DType::kBF16: return Fn<Bf16W>::Run(args...);
+    case DType::kF16: return Fn<F16W>::Run(args...);
     default: return InvalidArgument("MatMulDevice: unsupported weight dtype");
   }
 }
 template <typename WT>
 struct GemvFn {
-  static Status Run(const TensorView& w, const float* x, int64_t T, float* y, cudaStream_t s) {
-    return LaunchGemv<WT>(w, x, T, y, s);
+  static Status Run(const TensorView* const* w, float* const* y, int count, const float* x,
+                    int64_t T, cudaStream_t s) {
+    return LaunchGemv<WT>(w, y, count, x, T, s);
   }
 };
 template <typename WT>
 struct GemmFn {
-  static Status Run(const TensorView& w, const float* x, int64_t T, float* y, cudaStream_t s) {
-    return LaunchGemm<WT>(w, x, T, y, s);
+  static Status Run(const TensorView* w, const float* x, int64_t T, float* y, cudaStream_t s) {
+    return LaunchGemm<WT>(*w, x, T, y, s);
   }
 };
 
 }  // namespace
 
+GemvSegments GemvSegmentsOf(const TensorView* const* w, float* const* y, int count,
+                            int rows_per_block) {
+  GemvSegments seg;
+  seg.count = count;
+  for (int i = 0; i < count; ++i) {
+    seg.w[i] = w[i]->data;
+    seg.scales[i] = w[i]->quant.scales;
+    seg.y[i] = y[i];
+    seg.N[i] = w[i]->dim(0);
+    const int64_t blocks = (seg.N[i] + rows_per_block - 1) / rows_per_block;
+    seg.first_block[i + 1] = seg.first_block[i] + static_cast<unsigned>(blocks);
+  }
+  return seg;
+}
+
+bool GemvGroupable(const TensorView* const* w, int count, int64_t T) {
+  if (count < 1 || count > kMaxMatMulGroup || T > kGemvMaxT) return false;
+  const TensorView& a = *w[0];
+  if (a.shape.size() != 2) return false;
+  for (int i = 0; i < count; ++i) {
+    const TensorView& b = *w[i];
+    if (b.shape.size() != 2 || b.dim(1) != a.dim(1) || b.dim(0) <= 0 || b.dtype != a.dtype ||
+        b.quant.kind != a.quant.kind) {
+      return false;
+    }
+    if (a.quant.kind == QuantKind::kInt4Group) {
+      if (b.quant.group_size != a.quant.group_size || b.quant.row_bytes != a.quant.row_bytes ||
+          b.quant.scale_dtype != a.quant.scale_dtype) {
+        return false;
+      }
+    } else if (a.quantized() || !IsFloat(a.dtype)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+Status GroupedGemvDevice(const TensorView* const* w, float* const* y, int count, const float* x,
+                         int64_t T, cudaStream_t stream) {
+  if (!GemvGroupable(w, count, T)) {
+    return InvalidArgument("GroupedGemvDevice: weights do not share K and storage, or T = " +
+                           std::to_string(T) + " > " + std::to_string(kGemvMaxT));
+  }
+  if (w[0]->quantized()) return Int4GemvGroupDevice(w, y, count, x, T, stream);
+  for (int i = 0; i < count; ++i) G4_RETURN_IF_ERROR(CheckDense(*w[i], x, T, y[i]));
+  if (T == 0) return Status::Ok();
+  return ByDType<GemvFn>(w[0]->dtype, w, y, count, x, T, stream);
+}
+
 Status DenseGemvDevice(const TensorView& w, const float* x, int64_t T, float* y,
                        cudaStream_t stream) {
   G4_RETURN_IF_ERROR(CheckDense(w, x, T, y));
   if (T == 0) return Status::Ok();
-  return ByDType<GemvFn>(w, x, T, y, stream);
+  const TensorView* ws[1] = {&w};
+  float* ys[1] = {y};
+  return ByDType<GemvFn>(w.dtype, ws, ys, 1, x, T, stream);
 }
 
 Status DenseGemmDevice(const TensorView& w, const float* x, int64_t T, float* y,
                        cudaStream_t stream) {
   G4_RETURN_IF_ERROR(CheckDense(w, x, T, y));
   if (T == 0) return Status::Ok();
-  return ByDType<GemmFn>(w, x, T, y, stream);
+  return ByDType<GemmFn>(w.dtype, &w, x, T, y, stream);
 }
 
 Status MatMulDevice(const TensorView& w, const float* x, int64_t T, float* y,

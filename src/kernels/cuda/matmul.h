@@ -12,6 +12,7 @@
 #include "core/status.h"
 #include "core/tensor.h"
 #include "kernels/cuda/tiles.h"
+#include "ops/matmul.h"
 
 namespace g4::cuda {
 
@@ -23,6 +24,38 @@ inline constexpr int64_t kGemvMaxT = 8;
 // or dtypes the op does not define, Internal for a failed launch.
 Status MatMulDevice(const TensorView& w, const float* x, int64_t T, float* y,
                     const DeviceLimits& dev, cudaStream_t stream);
+
+// The GEMV rows of up to kMaxMatMulGroup weights that share x, K and storage, launched as one
+// grid: segment s is blocks [first_block[s], first_block[s + 1]), each block the rows of one
+// weight (dense and int4 GEMV kernels alike).
+struct GemvSegments {
+  const void* w[kMaxMatMulGroup] = {};
+  const void* scales[kMaxMatMulGroup] = {};  // int4 weights
+  float* y[kMaxMatMulGroup] = {};
+  int64_t N[kMaxMatMulGroup] = {};
+  unsigned first_block[kMaxMatMulGroup + 1] = {};
+  int count = 0;
+
+  __host__ __device__ int SegmentOf(unsigned block) const {
+    int s = 0;
+    while (s + 1 < count && block >= first_block[s + 1]) ++s;
+    return s;
+  }
+};
+
+// The segments of weights w[0..count) (device copies) writing y[0..count), rows_per_block rows
+// per block.
+GemvSegments GemvSegmentsOf(const TensorView* const* w, float* const* y, int count,
+                            int rows_per_block);
+
+// Whether device weights w[0..count) run as one grouped GEMV for T rows of x: T <= kGemvMaxT,
+// one K, and all float weights of one dtype or all int4 with one group size, row width and
+// scale dtype.
+bool GemvGroupable(const TensorView* const* w, int count, int64_t T);
+// y[i] = x @ w[i]^T for a GemvGroupable group, one launch per kGemvMaxT (dense) or 4 (int4)
+// rows of x; InvalidArgument for a group that is not.
+Status GroupedGemvDevice(const TensorView* const* w, float* const* y, int count, const float* x,
+                         int64_t T, cudaStream_t stream);
 
 // The two dense paths, for tests that must reach each regardless of T.
 Status DenseGemvDevice(const TensorView& w, const float* x, int64_t T, float* y,

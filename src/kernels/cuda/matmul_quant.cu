@@ -27,14 +27,19 @@ constexpr int kQChunkPadded = kQChunk + kQChunk / 32;
 
 // One warp per weight row n. kFast: K % 32 == 0, group % 32 == 0, rows 16-byte aligned, so a
 // lane's 32 nibbles are one uint4 load within one group (one scale).
+// The block's segment (GemvSegments) says which weight, scales and y.
 template <bool kFast>
-__global__ void Int4GemvKernel(const uint8_t* __restrict__ w, int64_t row_bytes,
-                               const void* __restrict__ scales, ElemType scale_type, int64_t N,
-                               int64_t K, int64_t group, const float* __restrict__ x, int T,
-                               float* __restrict__ y) {
+__global__ void Int4GemvKernel(const GemvSegments seg, int64_t row_bytes, ElemType scale_type,
+                               int64_t K, int64_t group, const float* __restrict__ x, int T) {
   __shared__ float xs[kQMaxT][kQChunkPadded];
   const int tid = threadIdx.x, lane = tid % 32;
-  const int64_t n = static_cast<int64_t>(blockIdx.x) * kQGemvWarps + tid / 32;
+  const int s = seg.SegmentOf(blockIdx.x);
+  const auto* __restrict__ w = static_cast<const uint8_t*>(seg.w[s]);
+  const void* __restrict__ scales = seg.scales[s];
+  const int64_t N = seg.N[s];
+  float* __restrict__ y = seg.y[s];
+  const int64_t n =
+      static_cast<int64_t>(blockIdx.x - seg.first_block[s]) * kQGemvWarps + tid / 32;
   const int64_t groups = K / group;
   const uint8_t* row = w + n * row_bytes;
   float acc[kQMaxT] = {};
@@ -240,27 +245,43 @@ Status LaunchGemm(const TensorView& w, const float* x, int64_t T, float* y, cons
 
 }  // namespace
 
-Status Int4GemvDevice(const TensorView& w, const float* x, int64_t T, float* y,
-                      cudaStream_t stream) {
-  G4_RETURN_IF_ERROR(CheckInt4(w, x, T, y));
+Status Int4GemvGroupDevice(const TensorView* const* w, float* const* y, int count,
+                           const float* x, int64_t T, cudaStream_t stream) {
+  if (!GemvGroupable(w, count, /*T=*/0) || !w[0]->quantized()) {  // any T: chunks of kQMaxT
+    return InvalidArgument("Int4GemvGroupDevice: not one int4 group of K and storage");
+  }
+  for (int i = 0; i < count; ++i) G4_RETURN_IF_ERROR(CheckInt4(*w[i], x, T, y[i]));
   if (T == 0) return Status::Ok();
-  const int64_t N = w.dim(0), K = w.dim(1), G = w.quant.group_size;
-  const bool fast = K % 32 == 0 && G % 32 == 0 && w.quant.row_bytes % 16 == 0 &&
-                    reinterpret_cast<uintptr_t>(w.data) % 16 == 0;
-  const unsigned blocks = static_cast<unsigned>((N + kQGemvWarps - 1) / kQGemvWarps);
-  const auto* wp = static_cast<const uint8_t*>(w.data);
-  const ElemType st = ScaleTypeOf(w.quant.scale_dtype);
+  const TensorView& a = *w[0];
+  const int64_t K = a.dim(1), G = a.quant.group_size, row_bytes = a.quant.row_bytes;
+  bool fast = K % 32 == 0 && G % 32 == 0 && row_bytes % 16 == 0;
+  for (int i = 0; i < count; ++i) {
+    fast = fast && reinterpret_cast<uintptr_t>(w[i]->data) % 16 == 0;
+  }
+  const GemvSegments seg = GemvSegmentsOf(w, y, count, kQGemvWarps);
+  const ElemType st = ScaleTypeOf(a.quant.scale_dtype);
   for (int64_t t0 = 0; t0 < T; t0 += kQMaxT) {
     const int tc = static_cast<int>(T - t0 < kQMaxT ? T - t0 : kQMaxT);
+    GemvSegments rows = seg;
+    for (int i = 0; i < count; ++i) rows.y[i] = y[i] + t0 * seg.N[i];
+    const unsigned blocks = seg.first_block[count];
     if (fast) {
-      Int4GemvKernel<true><<<blocks, kQGemvWarps * 32, 0, stream>>>(
-          wp, w.quant.row_bytes, w.quant.scales, st, N, K, G, x + t0 * K, tc, y + t0 * N);
+      Int4GemvKernel<true><<<blocks, kQGemvWarps * 32, 0, stream>>>(rows, row_bytes, st, K, G,
+                                                                     x + t0 * K, tc);
     } else {
-      Int4GemvKernel<false><<<blocks, kQGemvWarps * 32, 0, stream>>>(
-          wp, w.quant.row_bytes, w.quant.scales, st, N, K, G, x + t0 * K, tc, y + t0 * N);
+      Int4GemvKernel<false><<<blocks, kQGemvWarps * 32, 0, stream>>>(rows, row_bytes, st, K, G,
+                                                                      x + t0 * K, tc);
     }
   }
   return LaunchStatus("W4A16 GEMV launch");
+}
+
+Status Int4GemvDevice(const TensorView& w, const float* x, int64_t T, float* y,
+                      cudaStream_t stream) {
+  G4_RETURN_IF_ERROR(CheckInt4(w, x, T, y));
+  const TensorView* ws[1] = {&w};
+  float* ys[1] = {y};
+  return Int4GemvGroupDevice(ws, ys, 1, x, T, stream);
 }
 
 Status Int4GemmDevice(const TensorView& w, const float* x, int64_t T, float* y,

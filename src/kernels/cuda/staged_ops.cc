@@ -45,6 +45,23 @@ void MatMul(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, fl
   Finish(dy, y, T * N, "matmul");
 }
 
+// Each y comes back; after a failure all are NaN.
+void GroupedMatMul(ThreadPool& pool, const MatMulGroup& g, const float* x, int64_t T) {
+  if (T <= 0 || g.count <= 0) return;
+  const int64_t K = g.w[0]->dim(1);
+  MatMulGroup d = g;
+  bool staged = Ready();
+  const float* dx = staged ? Staged(0, x, T * K) : nullptr;
+  staged = dx != nullptr;
+  for (int i = 0; staged && i < g.count; ++i) {
+    staged = (d.y[i] = ScratchF(1 + i, T * g.w[i]->dim(0))) != nullptr;
+  }
+  if (staged) dev::GroupedMatMul(pool, d, dx, T);
+  for (int i = 0; i < g.count; ++i) {
+    Finish(staged ? d.y[i] : nullptr, g.y[i], T * g.w[i]->dim(0), "grouped_matmul");
+  }
+}
+
 void RmsNorm(ThreadPool& pool, const float* x, const TensorView& w, int64_t R, int64_t D, float eps,
              float* out) {
   if (R <= 0 || D <= 0) return;

@@ -1,0 +1,130 @@
+// GroupedMatMul on the CUDA backend (cuda::GroupedMatMul, through the dev op): q/k/v- and
+// gate/up-like groups of 2 and 3 weights with different N sharing x, as F32/BF16/F16 and int4
+// (bf16 scales), at decode T (one grouped GEMV launch per chunk of rows) and prefill T (one
+// MatMul per weight), against ref::MatMul per weight; groups that cannot share a launch
+// (another dtype or storage) fall back to one MatMul each. GemvGroupable's decision is host
+// logic and is checked without a device. Tolerance as the dense GEMV tests: 1e-5 of the row's
+// sum |x w| (MatMulError).
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "kernels/cuda/cuda_test_util.h"
+#include "kernels/cuda/matmul.h"
+#include "kernels/ref/kernels.h"
+#include "kernels/test_util.h"
+#include "ops/quantize.h"
+
+namespace g4::cuda {
+namespace {
+
+using g4::testing::RandomFloats;
+using g4::testing::StoredTensor;
+using testing::CudaOpTest;
+using testing::MatMulError;
+
+class CudaMatMulGroupTest : public CudaOpTest {};
+
+// Runs the group on the device and checks every output against ref::MatMul.
+void CheckGroup(ThreadPool& pool, const std::vector<const TensorView*>& ws, int64_t T,
+                uint32_t seed) {
+  const int64_t K = ws[0]->dim(1);
+  const std::vector<float> x = RandomFloats(T * K, seed);
+  MatMulGroup g;
+  std::vector<std::vector<float>> ys(ws.size());
+  for (size_t i = 0; i < ws.size(); ++i) {
+    ys[i].assign(static_cast<size_t>(T * ws[i]->dim(0)), -7.0f);
+    g.w[i] = ws[i];
+    g.y[i] = ys[i].data();
+  }
+  g.count = static_cast<int>(ws.size());
+  GroupedMatMul(pool, g, x.data(), T);
+  for (size_t i = 0; i < ws.size(); ++i) {
+    SCOPED_TRACE(::testing::Message() << "weight " << i);
+    std::vector<float> ref(ys[i].size());
+    ref::MatMul(pool, *ws[i], x.data(), T, ref.data());
+    EXPECT_LE(MatMulError(*ws[i], x, T, ys[i], ref), 1e-5);
+  }
+}
+
+TEST_F(CudaMatMulGroupTest, FloatGroupsMatchRefPerWeight) {
+  uint32_t seed = 1;
+  for (DType dt : g4::testing::kFloatDTypes) {
+    for (int64_t K : {40, 37}) {  // 16-byte loads / element loads
+      std::vector<StoredTensor> w;
+      for (int64_t N : {24, 8, 9}) {  // q-, k-, v-like: N not a multiple of 8 warps
+        w.emplace_back(RandomFloats(N * K, ++seed), dt, std::vector<int64_t>{N, K}, false);
+      }
+      for (int64_t T : {1, 3, 8, 11}) {
+        for (int count : {2, 3}) {
+          SCOPED_TRACE(::testing::Message() << DTypeName(dt) << " K=" << K << " T=" << T
+                                            << " count=" << count);
+          std::vector<const TensorView*> ws;
+          for (int i = 0; i < count; ++i) ws.push_back(&w[static_cast<size_t>(i)].view());
+          CheckGroup(pool_, ws, T, ++seed);
+        }
+      }
+      ReleaseDeviceMemory();  // w dies here (kernels.h)
+    }
+  }
+}
+
+TEST_F(CudaMatMulGroupTest, Int4GroupsMatchRefPerWeight) {
+  const int64_t K = 96;
+  std::vector<QuantizedWeight> q;
+  uint32_t seed = 100;
+  for (int64_t N : {33, 16, 5}) {
+    const StoredTensor f(RandomFloats(N * K, ++seed), DType::kF32, {N, K}, false);
+    auto w = QuantizeWeight(pool_, f.view(), QuantKind::kInt4Group, 32, DType::kBF16);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    q.push_back(*std::move(w));
+  }
+  for (int64_t T : {1, 4, 5, 9}) {
+    SCOPED_TRACE(::testing::Message() << "T=" << T);
+    CheckGroup(pool_, {&q[0].view, &q[1].view, &q[2].view}, T, ++seed);
+  }
+}
+
+TEST_F(CudaMatMulGroupTest, GroupsThatCannotShareALaunchFallBack) {
+  const StoredTensor a(RandomFloats(12 * 32, 1), DType::kBF16, {12, 32}, false);
+  const StoredTensor other_dtype(RandomFloats(5 * 32, 3), DType::kF16, {5, 32}, false);
+  auto q = QuantizeWeight(pool_, a.view(), QuantKind::kInt4Group, 32, DType::kBF16);
+  ASSERT_TRUE(q.ok());
+  CheckGroup(pool_, {&a.view(), &other_dtype.view()}, 2, 10);
+  CheckGroup(pool_, {&a.view(), &q->view}, 1, 11);
+}
+
+// Host logic: which device weights share one grouped GEMV launch.
+TEST(GemvGroupableTest, SameKAndStorageAtDecodeRowsOnly) {
+  std::vector<uint8_t> bytes(4096);
+  const TensorView a(bytes.data(), DType::kBF16, {12, 32});
+  const TensorView b(bytes.data(), DType::kBF16, {7, 32});
+  const TensorView other_k(bytes.data(), DType::kBF16, {7, 48});
+  const TensorView other_dtype(bytes.data(), DType::kF16, {7, 32});
+  const TensorView* same[] = {&a, &b, &a};
+  EXPECT_TRUE(GemvGroupable(same, 3, 1));
+  EXPECT_TRUE(GemvGroupable(same, 3, kGemvMaxT));
+  EXPECT_FALSE(GemvGroupable(same, 3, kGemvMaxT + 1));
+  EXPECT_FALSE(GemvGroupable(same, kMaxMatMulGroup + 1, 1));
+  const TensorView* k_differs[] = {&a, &other_k};
+  EXPECT_FALSE(GemvGroupable(k_differs, 2, 1));
+  const TensorView* dtype_differs[] = {&a, &other_dtype};
+  EXPECT_FALSE(GemvGroupable(dtype_differs, 2, 1));
+  TensorView q4 = a;
+  q4.dtype = DType::kU8;
+  q4.quant.kind = QuantKind::kInt4Group;
+  q4.quant.group_size = 32;
+  q4.quant.row_bytes = 16;
+  q4.quant.scale_dtype = DType::kBF16;
+  TensorView q4_other_group = q4;
+  q4_other_group.quant.group_size = 16;
+  const TensorView* int4[] = {&q4, &q4};
+  EXPECT_TRUE(GemvGroupable(int4, 2, 1));
+  const TensorView* mixed[] = {&a, &q4};
+  EXPECT_FALSE(GemvGroupable(mixed, 2, 1));
+  const TensorView* groups_differ[] = {&q4, &q4_other_group};
+  EXPECT_FALSE(GemvGroupable(groups_differ, 2, 1));
+}
+
+}  // namespace
+}  // namespace g4::cuda
