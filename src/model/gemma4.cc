@@ -341,8 +341,8 @@ Status Gemma4Model::RunOps(Backend& be, ForwardWorkspace& ws, std::span<const Ba
     gate_up.w[1] = &lw.up_proj;
     gate_up.y[1] = up.data();
     gate_up.count = 2;
+    gate_up.gelu_gate = true;  // gate = gelu(gate) * up; up is scratch
     be.GroupedMatMul(gate_up, a.data(), R);
-    be.GeluMul(gate.data(), up.data(), R * I, gate.data());
     be.MatMul(lw.down_proj, gate.data(), R, o.data());
     if (P > 0) {
       residual(lw.post_ff_norm, 1.0f, nullptr);

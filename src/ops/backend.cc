@@ -9,16 +9,21 @@
 namespace g4 {
 namespace {
 
-// GroupedMatMul as one MatMul per weight: the ref and CPU kernels gain nothing from one call.
-template <MatMulFn kMatMul>
+// GroupedMatMul as one MatMul per weight (then GeluMul for a gelu_gate group): the ref and CPU
+// kernels gain nothing from one call.
+template <MatMulFn kMatMul, GeluMulFn kGeluMul>
 void MatMulEach(ThreadPool& pool, const MatMulGroup& g, const float* x, int64_t T) {
   for (int i = 0; i < g.count; ++i) kMatMul(pool, *g.w[i], x, T, g.y[i]);
+  if (g.gelu_gate) {
+    const int64_t n = T * g.w[0]->dim(0);
+    kGeluMul(pool, g.y[0], g.y[1], 1, n, n, g.y[0]);
+  }
 }
 
 OpTable MakeRefTable() {
   OpTable t;
   t.matmul = ref::MatMul;
-  t.grouped_matmul = MatMulEach<ref::MatMul>;
+  t.grouped_matmul = MatMulEach<ref::MatMul, ref::GeluMul>;
   t.rms_norm = ref::RmsNorm;
   t.rope = ref::Rope;
   t.attention = ref::Attention;
@@ -43,7 +48,7 @@ void CpuNormRope(ThreadPool& pool, float* x, const TensorView& w, const int32_t*
 OpTable MakeCpuTable() {
   OpTable t = MakeRefTable();  // rope stays ref: it is O(T*D), not worth a SIMD kernel
   t.matmul = cpu::MatMul;
-  t.grouped_matmul = MatMulEach<cpu::MatMul>;
+  t.grouped_matmul = MatMulEach<cpu::MatMul, cpu::GeluMul>;
   t.rms_norm = cpu::RmsNorm;
   t.attention = cpu::Attention;
   t.gelu_mul = cpu::GeluMul;

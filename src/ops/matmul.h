@@ -9,6 +9,7 @@
 
 #include "core/tensor.h"
 #include "core/thread_pool.h"
+#include "ops/gelu.h"
 
 namespace g4 {
 using MatMulFn = void (*)(ThreadPool& pool, const TensorView& w, const float* x, int64_t T,
@@ -16,12 +17,16 @@ using MatMulFn = void (*)(ThreadPool& pool, const TensorView& w, const float* x,
 
 // GroupedMatMul: y[i] = x @ w[i]^T for i < count, weights that read the same x (a layer's q, k
 // and v projections; the MLP's gate and up), each pair as in MatMul. One op because a device
-// runs the decode GEMVs of weights with the same K and storage as one launch.
+// runs the decode GEMVs of weights with the same K and storage as one launch. With gelu_gate
+// (count 2, w[0] and w[1] of one N: the MLP's gate and up), y[0] = GeluMul(x @ w[0]^T,
+// x @ w[1]^T) (ops/gelu.h) instead, and y[1] is scratch (a device computes both rows in one
+// warp and never writes it).
 inline constexpr int kMaxMatMulGroup = 3;
 struct MatMulGroup {
   const TensorView* w[kMaxMatMulGroup] = {};
   float* y[kMaxMatMulGroup] = {};
   int count = 0;
+  bool gelu_gate = false;
 };
 using GroupedMatMulFn = void (*)(ThreadPool& pool, const MatMulGroup& g, const float* x,
                                  int64_t T);

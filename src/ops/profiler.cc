@@ -43,7 +43,14 @@ OpProfiler::Category OpProfiler::MatMulCategory(const TensorView& w) {
 void OpProfiler::Reset() {
   seconds_.fill(0.0);
   calls_.fill(0);
+  merged_calls_ = 0;
   lm_head_storage_.clear();
+}
+
+int64_t OpProfiler::ops() const {
+  int64_t n = -merged_calls_;
+  for (int64_t c : calls_) n += c;
+  return n;
 }
 
 double OpProfiler::total_seconds() const {

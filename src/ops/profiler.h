@@ -48,10 +48,15 @@ class OpProfiler {
     seconds_[c] += std::chrono::duration<double>(Clock::now() - start).count();
     ++calls_[c];
   }
+  // The next n recorded calls are one op (a GroupedMatMul timed weight by weight).
+  void MergeNextCalls(int n) { merged_calls_ += n - 1; }
   void Reset();
 
   double seconds(Category c) const { return seconds_[c]; }
   int64_t calls(Category c) const { return calls_[c]; }
+  // Op-interface calls: what a device launches (one kernel each, give or take a split attention
+  // or a host fallback) and records per decode step.
+  int64_t ops() const;
   double total_seconds() const;
   // Storage of the LM head seen by the last profiled head call ("int8row/f32", "bf16"), or "".
   const std::string& lm_head_storage() const { return lm_head_storage_; }
@@ -59,6 +64,7 @@ class OpProfiler {
  private:
   std::array<double, kNumCategories> seconds_{};
   std::array<int64_t, kNumCategories> calls_{};
+  int64_t merged_calls_ = 0;
   int64_t lm_head_rows_ = -1;
   bool enabled_ = true;
   std::string lm_head_storage_;

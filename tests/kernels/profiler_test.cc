@@ -41,6 +41,18 @@ TEST(OpProfiler, CountsEveryOpByCategory) {
   EXPECT_EQ(prof.calls(OpProfiler::kElementwise), 2);
   EXPECT_EQ(prof.calls(OpProfiler::kAttention), 0);
   EXPECT_GT(prof.total_seconds(), 0.0);
+  EXPECT_EQ(prof.ops(), 7);
+
+  // A GroupedMatMul is timed weight by weight, in their categories, and is one op.
+  std::vector<float> y2(16);
+  MatMulGroup g;
+  g.w[0] = &small, g.y[0] = y.data();
+  g.w[1] = &q->view, g.y[1] = y2.data();
+  g.count = 2;
+  be.GroupedMatMul(g, x.data(), 1);
+  EXPECT_EQ(prof.calls(OpProfiler::kMatVecF32), 3);
+  EXPECT_EQ(prof.calls(OpProfiler::kMatVecInt4), 2);
+  EXPECT_EQ(prof.ops(), 8);
 
   // Disabled or detached: nothing more is recorded, and results are the same.
   prof.set_enabled(false);
@@ -51,6 +63,7 @@ TEST(OpProfiler, CountsEveryOpByCategory) {
   EXPECT_EQ(y, y_plain);
   prof.Reset();
   EXPECT_EQ(prof.calls(OpProfiler::kMatVecF32), 0);
+  EXPECT_EQ(prof.ops(), 0);
   EXPECT_EQ(prof.total_seconds(), 0.0);
 }
 

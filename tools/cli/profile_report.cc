@@ -41,8 +41,9 @@ std::string FormatProfile(const DecodeProfile& p) {
   const double total = p.forward_seconds + p.sampling_seconds;
   std::string out;
   char line[160];
-  std::snprintf(line, sizeof line, "decode profile: %lld steps, %.2f ms/token\n",
-                static_cast<long long>(p.steps), 1e3 * total / steps);
+  std::snprintf(line, sizeof line, "decode profile: %lld steps, %.2f ms/token, %.0f ops/token\n",
+                static_cast<long long>(p.steps), 1e3 * total / steps,
+                static_cast<double>(p.ops->ops()) / steps);
   out += line;
   for (const Row& r : Rows(p)) {
     std::snprintf(line, sizeof line, "  %-28s %9.3f ms/tok %6.1f%%", r.name.c_str(),
@@ -67,6 +68,7 @@ nlohmann::ordered_json ProfileJson(const DecodeProfile& p) {
   }
   nlohmann::ordered_json j;
   j["steps"] = p.steps;
+  j["ops_per_token"] = static_cast<double>(p.ops->ops()) / steps;
   j["ms_per_token"] = ms;
   j["percent"] = pct;
   j["lm_head_storage"] = p.ops->lm_head_storage();

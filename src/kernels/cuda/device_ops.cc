@@ -1,11 +1,11 @@
-// The device-pointer MatMul, GroupedMatMul and Attention of the CUDA backend (kernels.h, cuda::dev) around the
-// device kernels of matmul.h, matmul_quant.h and attention.h: weights come from the device cache
-// (uploaded once; float weights in the policy's compute dtype), activations are device pointers,
-// nothing synchronizes. Weights the device kernels do not define (int8 groups, GGUF blocks:
-// e.g. g4's int8-per-row LM head) and attention with a head_dim the device kernel does not
-// define (not a multiple of 32: small test models; Gemma 4's 256 and 512 run on the device) run
-// the CPU kernel on host copies of the inputs, and the result is uploaded: never while a graph
-// is captured (a graph cannot record host work), where the attempt fails the capture instead.
+// The device-pointer MatMul, GroupedMatMul and Attention of the CUDA backend (kernels.h, cuda::dev)
+// around the device kernels of matmul.h, matmul_quant.h and attention.h: weights come from the
+// device cache (uploaded once; float weights in the policy's compute dtype), activations are device
+// pointers, nothing synchronizes. Weights the device kernels do not define (int8 groups, GGUF
+// blocks: e.g. g4's int8-per-row LM head) and attention with a head_dim the device kernel does not
+// define (not a multiple of 32: small test models; Gemma 4's 256 and 512 run on the device) run the
+// CPU kernel on host copies of the inputs, and the result is uploaded: never while a graph is
+// captured (a graph cannot record host work), where the attempt fails the capture instead.
 #include <string>
 
 #include "kernels/cpu/kernels.h"
@@ -93,10 +93,14 @@ void GroupedMatMul(ThreadPool& pool, const MatMulGroup& g, const float* x, int64
     if ((dw[i] = DeviceWeight(*g.w[i], /*convert_to_compute=*/true)) == nullptr) return;
   }
   if (grouped && GemvGroupable(dw, g.count, T)) {
-    Ok(GroupedGemvDevice(dw, g.y, g.count, x, T, Stream()), "matmul");
+    Ok(GroupedGemvDevice(dw, g.y, g.count, g.gelu_gate, x, T, Stream()), "matmul");
     return;
   }
   for (int i = 0; i < g.count; ++i) MatMul(pool, *g.w[i], x, T, g.y[i]);
+  if (g.gelu_gate) {
+    const int64_t n = T * g.w[0]->dim(0);
+    GeluMul(pool, g.y[0], g.y[1], 1, n, n, g.y[0]);
+  }
 }
 
 void Attention(ThreadPool& pool, const AttentionArgs& a) {

@@ -10,13 +10,10 @@ namespace {
 
 __global__ void GeluMulKernel(const float* gate, const float* up, int64_t total, int64_t n,
                               int64_t up_stride, float* out) {
-  constexpr float kSqrt2OverPi = 0.7978845608028654f;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t r = i / n;
-    const float x = gate[i];
-    const float g = 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
-    out[i] = g * up[r * up_stride + (i - r * n)];
+    out[i] = GeluTanhF32(gate[i]) * up[r * up_stride + (i - r * n)];
   }
 }
 

@@ -57,6 +57,13 @@ __device__ __forceinline__ float BlockSum(float v, float* partials) {
   return total;
 }
 
+// gelu_tanh(x) in f32 with tanhf (the tanh form, as HF gelu_pytorch_tanh): GeluMul's and the
+// gated GEMV epilogue's.
+__device__ __forceinline__ float GeluTanhF32(float x) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  return 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
+}
+
 // Blocks of `threads` covering n elements, capped so huge n loops inside the kernel.
 inline unsigned GridFor(int64_t n, int threads) {
   const int64_t blocks = (n + threads - 1) / threads;

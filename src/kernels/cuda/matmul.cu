@@ -45,28 +45,35 @@ constexpr int kGemvWarps = 8;
 // y[t, n] for every t < T (<= kGemvMaxT): one warp per weight row n, so the row is read once
 // for all T; the block's segment (GemvSegments) says which weight and y. `vec`: rows and x are
 // 16-byte aligned with K a multiple of the 16-byte element count, so lanes load 16 bytes at a
-// time; otherwise one element at a time.
-template <typename WT>
+// time; otherwise one element at a time. kGated (segments gate and up, the grid covering the
+// gate's rows): the warp also reads row n of up, on the same x loads, and writes
+// y[0][t, n] = gelu_tanh(gate . x) * (up . x) (the MLP's GeluMul in the epilogue).
+template <typename WT, bool kGated>
 __global__ void DenseGemvKernel(const GemvSegments seg, int64_t K, const float* __restrict__ x,
                                 int T, bool vec) {
   constexpr int kVec = 16 / sizeof(typename WT::Elem);
+  constexpr int kRows = kGated ? 2 : 1;
   const int lane = threadIdx.x % 32;
   const int s = seg.SegmentOf(blockIdx.x);
-  const auto* __restrict__ w = static_cast<const typename WT::Elem*>(seg.w[s]);
   const int64_t N = seg.N[s];
   float* __restrict__ y = seg.y[s];
   const int64_t n =
       static_cast<int64_t>(blockIdx.x - seg.first_block[s]) * kGemvWarps + threadIdx.x / 32;
   if (n >= N) return;  // whole warps leave together: no block-wide sync below
-  const typename WT::Elem* row = w + n * K;
-  float acc[kGemvMaxT];
+  const typename WT::Elem* rows[kRows];
 #pragma unroll
-  for (int t = 0; t < kGemvMaxT; ++t) acc[t] = 0.0f;
+  for (int r = 0; r < kRows; ++r) {
+    rows[r] = static_cast<const typename WT::Elem*>(seg.w[s + r]) + n * K;
+  }
+  float acc[kRows][kGemvMaxT] = {};
   if (vec) {
     for (int64_t c = lane; c * kVec < K; c += 32) {
       const int64_t k = c * kVec;
-      float wv[kVec];
-      Widen16<WT>(*reinterpret_cast<const uint4*>(row + k), wv);
+      float wv[kRows][kVec];
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        Widen16<WT>(*reinterpret_cast<const uint4*>(rows[r] + k), wv[r]);
+      }
 #pragma unroll
       for (int t = 0; t < kGemvMaxT; ++t) {
         if (t >= T) break;
@@ -74,25 +81,37 @@ __global__ void DenseGemvKernel(const GemvSegments seg, int64_t K, const float* 
 #pragma unroll
         for (int q = 0; q < kVec / 4; ++q) {
           const float4 xv = xp[q];
-          acc[t] += wv[4 * q] * xv.x + wv[4 * q + 1] * xv.y + wv[4 * q + 2] * xv.z +
-                    wv[4 * q + 3] * xv.w;
+#pragma unroll
+          for (int r = 0; r < kRows; ++r) {
+            acc[r][t] += wv[r][4 * q] * xv.x + wv[r][4 * q + 1] * xv.y +
+                         wv[r][4 * q + 2] * xv.z + wv[r][4 * q + 3] * xv.w;
+          }
         }
       }
     }
   } else {
     for (int64_t k = lane; k < K; k += 32) {
-      const float wk = WT::Load(row, k);
+      float wk[kRows];
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) wk[r] = WT::Load(rows[r], k);
 #pragma unroll
       for (int t = 0; t < kGemvMaxT; ++t) {
-        if (t < T) acc[t] += wk * x[t * K + k];
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+          if (t < T) acc[r][t] += wk[r] * x[t * K + k];
+        }
       }
     }
   }
 #pragma unroll
   for (int t = 0; t < kGemvMaxT; ++t) {
-    float v = acc[t];
-    for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
-    if (lane == 0 && t < T) y[t * N + n] = v;
+    float v[kRows];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      v[r] = acc[r][t];
+      for (int off = 16; off > 0; off /= 2) v[r] += __shfl_xor_sync(0xffffffffu, v[r], off);
+    }
+    if (lane == 0 && t < T) y[t * N + n] = kGated ? GeluTanhF32(v[0]) * v[kRows - 1] : v[0];
   }
 }
 
@@ -162,23 +181,28 @@ Status CheckDense(const TensorView& w, const float* x, int64_t T, const float* y
 
 bool Aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-// w[0..count) dense weights of one dtype and K (GemvGroupable), in one grid per kGemvMaxT rows.
+// w[0..count) dense weights of one dtype and K (GemvGroupable), in one grid per kGemvMaxT rows;
+// gated: count == 2 (gate, up of one N), y[0] = gelu(gate) * up, the grid over the gate's rows.
 template <typename WT>
-Status LaunchGemv(const TensorView* const* w, float* const* y, int count, const float* x,
-                  int64_t T, cudaStream_t s) {
+Status LaunchGemv(const TensorView* const* w, float* const* y, int count, bool gated,
+                  const float* x, int64_t T, cudaStream_t s) {
   const int64_t K = w[0]->dim(1);
   constexpr int64_t kVec = 16 / sizeof(typename WT::Elem);
   // Row n starts at n * K elements: 16-byte aligned for every n iff the base is and K is a
   // multiple of the vector width (and likewise for the rows of x).
   bool vec = Aligned16(x) && K % kVec == 0 && K % 4 == 0;
-  GemvSegments seg = GemvSegmentsOf(w, y, count, kGemvWarps);
+  const GemvSegments seg = GemvSegmentsOf(w, y, count, kGemvWarps);
   for (int i = 0; i < count; ++i) vec = vec && Aligned16(w[i]->data);
+  const unsigned blocks = gated ? seg.first_block[1] : seg.first_block[count];
   for (int64_t t0 = 0; t0 < T; t0 += kGemvMaxT) {
     const int tc = static_cast<int>(T - t0 < kGemvMaxT ? T - t0 : kGemvMaxT);
     GemvSegments rows = seg;
     for (int i = 0; i < count; ++i) rows.y[i] = y[i] + t0 * seg.N[i];
-    DenseGemvKernel<WT><<<seg.first_block[count], kGemvWarps * 32, 0, s>>>(rows, K, x + t0 * K,
-                                                                            tc, vec);
+    if (gated) {
+      DenseGemvKernel<WT, true><<<blocks, kGemvWarps * 32, 0, s>>>(rows, K, x + t0 * K, tc, vec);
+    } else {
+      DenseGemvKernel<WT, false><<<blocks, kGemvWarps * 32, 0, s>>>(rows, K, x + t0 * K, tc, vec);
+    }
   }
   return LaunchStatus("dense GEMV launch");
 }
@@ -208,9 +232,9 @@ Status ByDType(DType dtype, Args... args) {
 }
 template <typename WT>
 struct GemvFn {
-  static Status Run(const TensorView* const* w, float* const* y, int count, const float* x,
-                    int64_t T, cudaStream_t s) {
-    return LaunchGemv<WT>(w, y, count, x, T, s);
+  static Status Run(const TensorView* const* w, float* const* y, int count, bool gated,
+                    const float* x, int64_t T, cudaStream_t s) {
+    return LaunchGemv<WT>(w, y, count, gated, x, T, s);
   }
 };
 template <typename WT>
@@ -259,16 +283,19 @@ bool GemvGroupable(const TensorView* const* w, int count, int64_t T) {
   return true;
 }
 
-Status GroupedGemvDevice(const TensorView* const* w, float* const* y, int count, const float* x,
-                         int64_t T, cudaStream_t stream) {
+Status GroupedGemvDevice(const TensorView* const* w, float* const* y, int count, bool gated,
+                         const float* x, int64_t T, cudaStream_t stream) {
   if (!GemvGroupable(w, count, T)) {
     return InvalidArgument("GroupedGemvDevice: weights do not share K and storage, or T = " +
                            std::to_string(T) + " > " + std::to_string(kGemvMaxT));
   }
-  if (w[0]->quantized()) return Int4GemvGroupDevice(w, y, count, x, T, stream);
+  if (gated && (count != 2 || w[0]->dim(0) != w[1]->dim(0))) {
+    return InvalidArgument("GroupedGemvDevice: a gated group is a gate and an up of one N");
+  }
+  if (w[0]->quantized()) return Int4GemvGroupDevice(w, y, count, gated, x, T, stream);
   for (int i = 0; i < count; ++i) G4_RETURN_IF_ERROR(CheckDense(*w[i], x, T, y[i]));
   if (T == 0) return Status::Ok();
-  return ByDType<GemvFn>(w[0]->dtype, w, y, count, x, T, stream);
+  return ByDType<GemvFn>(w[0]->dtype, w, y, count, gated, x, T, stream);
 }
 
 Status DenseGemvDevice(const TensorView& w, const float* x, int64_t T, float* y,
@@ -277,7 +304,7 @@ Status DenseGemvDevice(const TensorView& w, const float* x, int64_t T, float* y,
   if (T == 0) return Status::Ok();
   const TensorView* ws[1] = {&w};
   float* ys[1] = {y};
-  return ByDType<GemvFn>(w.dtype, ws, ys, 1, x, T, stream);
+  return ByDType<GemvFn>(w.dtype, ws, ys, 1, /*gated=*/false, x, T, stream);
 }
 
 Status DenseGemmDevice(const TensorView& w, const float* x, int64_t T, float* y,

@@ -53,9 +53,11 @@ GemvSegments GemvSegmentsOf(const TensorView* const* w, float* const* y, int cou
 // scale dtype.
 bool GemvGroupable(const TensorView* const* w, int count, int64_t T);
 // y[i] = x @ w[i]^T for a GemvGroupable group, one launch per kGemvMaxT (dense) or 4 (int4)
-// rows of x; InvalidArgument for a group that is not.
-Status GroupedGemvDevice(const TensorView* const* w, float* const* y, int count, const float* x,
-                         int64_t T, cudaStream_t stream);
+// rows of x; InvalidArgument for a group that is not. gated (MatMulGroup::gelu_gate: count 2,
+// gate and up of one N): y[0] = gelu_tanh(x @ w[0]^T) * (x @ w[1]^T) from the same launch, one
+// warp reading both rows; y[1] is not written.
+Status GroupedGemvDevice(const TensorView* const* w, float* const* y, int count, bool gated,
+                         const float* x, int64_t T, cudaStream_t stream);
 
 // The two dense paths, for tests that must reach each regardless of T.
 Status DenseGemvDevice(const TensorView& w, const float* x, int64_t T, float* y,

@@ -27,22 +27,29 @@ constexpr int kQChunkPadded = kQChunk + kQChunk / 32;
 
 // One warp per weight row n. kFast: K % 32 == 0, group % 32 == 0, rows 16-byte aligned, so a
 // lane's 32 nibbles are one uint4 load within one group (one scale).
-// The block's segment (GemvSegments) says which weight, scales and y.
-template <bool kFast>
+// The block's segment (GemvSegments) says which weight, scales and y. kGated (segments gate and
+// up, the grid covering the gate's rows): the warp also reads row n of up against the same
+// staged x and writes y[0][t, n] = gelu_tanh(gate . x) * (up . x).
+template <bool kFast, bool kGated>
 __global__ void Int4GemvKernel(const GemvSegments seg, int64_t row_bytes, ElemType scale_type,
                                int64_t K, int64_t group, const float* __restrict__ x, int T) {
+  constexpr int kRows = kGated ? 2 : 1;
   __shared__ float xs[kQMaxT][kQChunkPadded];
   const int tid = threadIdx.x, lane = tid % 32;
   const int s = seg.SegmentOf(blockIdx.x);
-  const auto* __restrict__ w = static_cast<const uint8_t*>(seg.w[s]);
-  const void* __restrict__ scales = seg.scales[s];
   const int64_t N = seg.N[s];
   float* __restrict__ y = seg.y[s];
   const int64_t n =
       static_cast<int64_t>(blockIdx.x - seg.first_block[s]) * kQGemvWarps + tid / 32;
   const int64_t groups = K / group;
-  const uint8_t* row = w + n * row_bytes;
-  float acc[kQMaxT] = {};
+  const uint8_t* rows[kRows];
+  const void* scales[kRows];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    rows[r] = static_cast<const uint8_t*>(seg.w[s + r]) + n * row_bytes;
+    scales[r] = seg.scales[s + r];
+  }
+  float acc[kRows][kQMaxT] = {};
   for (int64_t kc = 0; kc < K; kc += kQChunk) {
     __syncthreads();  // the previous chunk is consumed
     for (int idx = tid; idx < kQMaxT * kQChunk; idx += kQGemvWarps * 32) {
@@ -52,43 +59,51 @@ __global__ void Int4GemvKernel(const GemvSegments seg, int64_t row_bytes, ElemTy
     }
     __syncthreads();
     if (n >= N) continue;  // stays in the loop for the barriers
-    if constexpr (kFast) {
-      const int64_t k = kc + 32 * lane;
-      if (k < K) {
-        const uint4 raw = *reinterpret_cast<const uint4*>(row + k / 2);
-        const float s = LoadF32(scale_type, scales, n * groups + k / group);
-        const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
-        float part[kQMaxT] = {};
 #pragma unroll
-        for (int wi = 0; wi < 4; ++wi) {
+    for (int r = 0; r < kRows; ++r) {
+      if constexpr (kFast) {
+        const int64_t k = kc + 32 * lane;
+        if (k < K) {
+          const uint4 raw = *reinterpret_cast<const uint4*>(rows[r] + k / 2);
+          const float sc = LoadF32(scale_type, scales[r], n * groups + k / group);
+          const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+          float part[kQMaxT] = {};
 #pragma unroll
-          for (int j = 0; j < 8; ++j) {
-            const float q = static_cast<float>(static_cast<int>((words[wi] >> (4 * j)) & 0xf) - 8);
-            const int kk = 32 * lane + 8 * wi + j;
+          for (int wi = 0; wi < 4; ++wi) {
 #pragma unroll
-            for (int t = 0; t < kQMaxT; ++t) part[t] += q * xs[t][XIdx(kk)];
+            for (int j = 0; j < 8; ++j) {
+              const float q =
+                  static_cast<float>(static_cast<int>((words[wi] >> (4 * j)) & 0xf) - 8);
+              const int kk = 32 * lane + 8 * wi + j;
+#pragma unroll
+              for (int t = 0; t < kQMaxT; ++t) part[t] += q * xs[t][XIdx(kk)];
+            }
           }
+#pragma unroll
+          for (int t = 0; t < kQMaxT; ++t) acc[r][t] += sc * part[t];
         }
+      } else {
+        const int64_t kend = kc + kQChunk < K ? kc + kQChunk : K;
+        for (int64_t k = kc + lane; k < kend; k += 32) {
+          const float wv = static_cast<float>(Nibble(rows[r][k / 2], k)) *
+                           LoadF32(scale_type, scales[r], n * groups + k / group);
+          const int kk = static_cast<int>(k - kc);
 #pragma unroll
-        for (int t = 0; t < kQMaxT; ++t) acc[t] += s * part[t];
-      }
-    } else {
-      const int64_t kend = kc + kQChunk < K ? kc + kQChunk : K;
-      for (int64_t k = kc + lane; k < kend; k += 32) {
-        const float wv = static_cast<float>(Nibble(row[k / 2], k)) *
-                         LoadF32(scale_type, scales, n * groups + k / group);
-        const int kk = static_cast<int>(k - kc);
-#pragma unroll
-        for (int t = 0; t < kQMaxT; ++t) acc[t] += wv * xs[t][XIdx(kk)];
+          for (int t = 0; t < kQMaxT; ++t) acc[r][t] += wv * xs[t][XIdx(kk)];
+        }
       }
     }
   }
   if (n >= N) return;
 #pragma unroll
   for (int t = 0; t < kQMaxT; ++t) {
-    float v = acc[t];
-    for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
-    if (lane == 0 && t < T) y[t * N + n] = v;
+    float v[kRows];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      v[r] = acc[r][t];
+      for (int off = 16; off > 0; off /= 2) v[r] += __shfl_xor_sync(0xffffffffu, v[r], off);
+    }
+    if (lane == 0 && t < T) y[t * N + n] = kGated ? GeluTanhF32(v[0]) * v[kRows - 1] : v[0];
   }
 }
 
@@ -245,10 +260,26 @@ Status LaunchGemm(const TensorView& w, const float* x, int64_t T, float* y, cons
 
 }  // namespace
 
-Status Int4GemvGroupDevice(const TensorView* const* w, float* const* y, int count,
+// Int4GemvKernel<kFast, kGated> for run-time flags.
+template <bool kFast>
+void LaunchInt4Gemv(bool gated, unsigned blocks, cudaStream_t stream, const GemvSegments& rows,
+                    int64_t row_bytes, ElemType st, int64_t K, int64_t G, const float* x, int tc) {
+  if (gated) {
+    Int4GemvKernel<kFast, true><<<blocks, kQGemvWarps * 32, 0, stream>>>(rows, row_bytes, st, K,
+                                                                         G, x, tc);
+  } else {
+    Int4GemvKernel<kFast, false><<<blocks, kQGemvWarps * 32, 0, stream>>>(rows, row_bytes, st, K,
+                                                                          G, x, tc);
+  }
+}
+
+Status Int4GemvGroupDevice(const TensorView* const* w, float* const* y, int count, bool gated,
                            const float* x, int64_t T, cudaStream_t stream) {
   if (!GemvGroupable(w, count, /*T=*/0) || !w[0]->quantized()) {  // any T: chunks of kQMaxT
     return InvalidArgument("Int4GemvGroupDevice: not one int4 group of K and storage");
+  }
+  if (gated && (count != 2 || w[0]->dim(0) != w[1]->dim(0))) {
+    return InvalidArgument("Int4GemvGroupDevice: a gated group is a gate and an up of one N");
   }
   for (int i = 0; i < count; ++i) G4_RETURN_IF_ERROR(CheckInt4(*w[i], x, T, y[i]));
   if (T == 0) return Status::Ok();
@@ -260,17 +291,15 @@ Status Int4GemvGroupDevice(const TensorView* const* w, float* const* y, int coun
   }
   const GemvSegments seg = GemvSegmentsOf(w, y, count, kQGemvWarps);
   const ElemType st = ScaleTypeOf(a.quant.scale_dtype);
+  const unsigned blocks = gated ? seg.first_block[1] : seg.first_block[count];
   for (int64_t t0 = 0; t0 < T; t0 += kQMaxT) {
     const int tc = static_cast<int>(T - t0 < kQMaxT ? T - t0 : kQMaxT);
     GemvSegments rows = seg;
     for (int i = 0; i < count; ++i) rows.y[i] = y[i] + t0 * seg.N[i];
-    const unsigned blocks = seg.first_block[count];
     if (fast) {
-      Int4GemvKernel<true><<<blocks, kQGemvWarps * 32, 0, stream>>>(rows, row_bytes, st, K, G,
-                                                                     x + t0 * K, tc);
+      LaunchInt4Gemv<true>(gated, blocks, stream, rows, row_bytes, st, K, G, x + t0 * K, tc);
     } else {
-      Int4GemvKernel<false><<<blocks, kQGemvWarps * 32, 0, stream>>>(rows, row_bytes, st, K, G,
-                                                                      x + t0 * K, tc);
+      LaunchInt4Gemv<false>(gated, blocks, stream, rows, row_bytes, st, K, G, x + t0 * K, tc);
     }
   }
   return LaunchStatus("W4A16 GEMV launch");
@@ -281,7 +310,7 @@ Status Int4GemvDevice(const TensorView& w, const float* x, int64_t T, float* y,
   G4_RETURN_IF_ERROR(CheckInt4(w, x, T, y));
   const TensorView* ws[1] = {&w};
   float* ys[1] = {y};
-  return Int4GemvGroupDevice(ws, ys, 1, x, T, stream);
+  return Int4GemvGroupDevice(ws, ys, 1, /*gated=*/false, x, T, stream);
 }
 
 Status Int4GemmDevice(const TensorView& w, const float* x, int64_t T, float* y,

@@ -30,8 +30,9 @@ Status MatMulInt4Device(const TensorView& w, const float* x, int64_t T, float* y
 Status Int4GemvDevice(const TensorView& w, const float* x, int64_t T, float* y,
                       cudaStream_t stream);
 // The GEMV of int4 weights w[0..count) that share K, group size, row width and scale dtype
-// (GemvGroupable, matmul.h), each into y[i], in one grid per 4 rows of x.
-Status Int4GemvGroupDevice(const TensorView* const* w, float* const* y, int count,
+// (GemvGroupable, matmul.h), each into y[i], in one grid per 4 rows of x; gated as in
+// GroupedGemvDevice.
+Status Int4GemvGroupDevice(const TensorView* const* w, float* const* y, int count, bool gated,
                            const float* x, int64_t T, cudaStream_t stream);
 Status Int4GemmDevice(const TensorView& w, const float* x, int64_t T, float* y,
                       const W4A16Tile& tile, cudaStream_t stream);

@@ -45,7 +45,8 @@ void MatMul(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, fl
   Finish(dy, y, T * N, "matmul");
 }
 
-// Each y comes back; after a failure all are NaN.
+// Each y comes back (a gelu_gate group's y[1] as the device left it); after a failure all are
+// NaN.
 void GroupedMatMul(ThreadPool& pool, const MatMulGroup& g, const float* x, int64_t T) {
   if (T <= 0 || g.count <= 0) return;
   const int64_t K = g.w[0]->dim(1);

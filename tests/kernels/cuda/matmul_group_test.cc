@@ -3,8 +3,10 @@
 // (bf16 scales), at decode T (one grouped GEMV launch per chunk of rows) and prefill T (one
 // MatMul per weight), against ref::MatMul per weight; groups that cannot share a launch
 // (another dtype or storage) fall back to one MatMul each. GemvGroupable's decision is host
-// logic and is checked without a device. Tolerance as the dense GEMV tests: 1e-5 of the row's
-// sum |x w| (MatMulError).
+// logic and is checked without a device. gelu_gate groups (the MLP's gate and up, GeluMul in
+// the GEMV's epilogue) against gelu_tanh(gate) * up from the ref matmuls. Tolerance as the dense
+// GEMV tests: 1e-5 of the row's sum |x w| (MatMulError).
+#include <cmath>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -44,6 +46,62 @@ void CheckGroup(ThreadPool& pool, const std::vector<const TensorView*>& ws, int6
     std::vector<float> ref(ys[i].size());
     ref::MatMul(pool, *ws[i], x.data(), T, ref.data());
     EXPECT_LE(MatMulError(*ws[i], x, T, ys[i], ref), 1e-5);
+  }
+}
+
+// A gelu_gate group (gate, up of one N) on the device: y[0] against gelu_tanh(ref gate) * ref up
+// in f64, each factor's matmul error (3e-5 of its sum |x w|) carried through: |gelu'| <= 1.13.
+void CheckGated(ThreadPool& pool, const TensorView& gate, const TensorView& up, int64_t T,
+                uint32_t seed) {
+  const int64_t N = gate.dim(0), K = gate.dim(1);
+  const std::vector<float> x = RandomFloats(T * K, seed, -2.0f, 2.0f);
+  std::vector<float> y0(static_cast<size_t>(T * N), -7.0f), y1(y0.size(), -7.0f);
+  MatMulGroup g;
+  g.w[0] = &gate, g.y[0] = y0.data();
+  g.w[1] = &up, g.y[1] = y1.data();
+  g.count = 2;
+  g.gelu_gate = true;
+  GroupedMatMul(pool, g, x.data(), T);
+  std::vector<float> rg(y0.size()), ru(y0.size());
+  ref::MatMul(pool, gate, x.data(), T, rg.data());
+  ref::MatMul(pool, up, x.data(), T, ru.data());
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t n = 0; n < N; ++n) {
+      double mag_g = 0.0, mag_u = 0.0;
+      for (int64_t k = 0; k < K; ++k) {
+        mag_g += std::fabs(x[t * K + k] * gate.at(n * K + k));
+        mag_u += std::fabs(x[t * K + k] * up.at(n * K + k));
+      }
+      const size_t i = static_cast<size_t>(t * N + n);
+      const double gelu = ref::GeluTanh(rg[i]), want = gelu * ru[i];
+      const double tol = 3e-5 * (1.13 * mag_g * std::fabs(ru[i]) + std::fabs(gelu) * mag_u) + 1e-6;
+      ASSERT_NEAR(y0[i], want, tol) << "t=" << t << " n=" << n;
+    }
+  }
+}
+
+TEST_F(CudaMatMulGroupTest, GatedGroupsMatchGeluOfGateTimesUp) {
+  uint32_t seed = 300;
+  for (DType dt : g4::testing::kFloatDTypes) {
+    for (int64_t K : {64, 37}) {
+      const StoredTensor gate(RandomFloats(21 * K, ++seed), dt, {21, K}, false);
+      const StoredTensor up(RandomFloats(21 * K, ++seed), dt, {21, K}, false);
+      for (int64_t T : {1, 8, 9}) {  // 9: one MatMul per weight, then GeluMul
+        SCOPED_TRACE(::testing::Message() << DTypeName(dt) << " K=" << K << " T=" << T);
+        CheckGated(pool_, gate.view(), up.view(), T, ++seed);
+      }
+      ReleaseDeviceMemory();  // gate, up die here (kernels.h)
+    }
+  }
+  const int64_t K = 128;
+  const StoredTensor gf(RandomFloats(19 * K, ++seed), DType::kF32, {19, K}, false);
+  const StoredTensor uf(RandomFloats(19 * K, ++seed), DType::kF32, {19, K}, false);
+  auto gq = QuantizeWeight(pool_, gf.view(), QuantKind::kInt4Group, 32, DType::kBF16);
+  auto uq = QuantizeWeight(pool_, uf.view(), QuantKind::kInt4Group, 32, DType::kBF16);
+  ASSERT_TRUE(gq.ok() && uq.ok());
+  for (int64_t T : {1, 5, 12}) {
+    SCOPED_TRACE(::testing::Message() << "int4 T=" << T);
+    CheckGated(pool_, gq->view, uq->view, T, ++seed);
   }
 }
 

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "common/golden_cases.h"
 #include "common/greedy_check.h"
@@ -102,7 +103,9 @@ TEST_P(EmuDecodeTest, DecodeGraphsReplayWhatOpByOpComputes) {
     EXPECT_TRUE(graphs.refused().empty()) << graphs.refused();
     EXPECT_GE(st.recorded, 2);  // the full layers grew at least once after the first recording
     EXPECT_GE(st.replayed, steps / 2);
-    EXPECT_GT(st.ops_per_step, c.num_layers * 10);
+    EXPECT_GT(st.ops_per_step, c.num_layers * 6);
+    std::printf("emu: %s: %lld graph nodes per decode step, %d layers\n", gc.name.c_str(),
+                static_cast<long long>(st.ops_per_step), static_cast<int>(c.num_layers));
   } else {
     EXPECT_NE(graphs.refused().find("host"), std::string::npos) << graphs.refused();
     EXPECT_EQ(st.recorded + st.replayed, 0);
