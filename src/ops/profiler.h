@@ -2,7 +2,7 @@
 // interface (Backend times every call while a profiler is attached and enabled). Categories split
 // the matvecs by weight storage (the question decode speed turns on) and recognise the LM head as
 // the matmul whose N is the vocabulary. Each call is timed whole (including the thread pool's
-// wake-up and join), with steady_clock: ~50 ns per op, ~1000 ops per E2B token, so < 0.1%.
+// wake-up and join), with steady_clock: ~50 ns per op, ~500 ops per E2B token, so < 0.1%.
 // Not thread-safe: one Backend, one caller thread, as the Backend itself.
 #pragma once
 

@@ -14,23 +14,10 @@
 namespace g4 {
 namespace {
 
+using testing::InvFreq;
+using testing::MaxRowError;
 using testing::RandomFloats;
 using testing::StoredTensor;
-
-// max over heads of max_d |y - ref| / max_d |ref|; NaN gives infinity.
-double MaxHeadError(const std::vector<float>& y, const std::vector<float>& ref, int64_t D) {
-  double worst = 0.0;
-  for (size_t r0 = 0; r0 < ref.size(); r0 += static_cast<size_t>(D)) {
-    double scale = 0.0, err = 0.0;
-    for (size_t i = r0; i < r0 + static_cast<size_t>(D); ++i) {
-      scale = std::max(scale, std::fabs(static_cast<double>(ref[i])));
-      const double e = std::fabs(static_cast<double>(y[i]) - ref[i]);
-      err = std::isnan(e) ? INFINITY : std::max(err, e);
-    }
-    worst = std::max(worst, scale > 0 ? err / scale : err);
-  }
-  return worst;
-}
 
 TEST(NormRopeTest, CpuTableMatchesRef) {
   ThreadPool pool(3);
@@ -44,8 +31,7 @@ TEST(NormRopeTest, CpuTableMatchesRef) {
           for (bool rotate : {false, true}) {
             SCOPED_TRACE(::testing::Message() << "T=" << T << " H=" << H << " D=" << D
                                               << " w=" << DTypeName(dt) << " rotate=" << rotate);
-            std::vector<float> inv(static_cast<size_t>(D / 2));
-            for (size_t j = 0; j < inv.size(); ++j) inv[j] = std::pow(1e4f, -2.0f * j / D);
+            const std::vector<float> inv = InvFreq(D, 1e4, D / 2);
             std::vector<int32_t> pos(static_cast<size_t>(T));
             for (int64_t t = 0; t < T; ++t) pos[static_cast<size_t>(t)] = 1000 * t + 3;
             const StoredTensor w(RandomFloats(D, ++seed, -0.5f, 2.0f), dt, {D}, true);
@@ -53,7 +39,7 @@ TEST(NormRopeTest, CpuTableMatchesRef) {
             const float* f = rotate ? inv.data() : nullptr;
             ref::NormRope(pool, ref.data(), w.view(), pos.data(), T, H, D, 1e-6f, f);
             cpu(pool, x.data(), w.view(), pos.data(), T, H, D, 1e-6f, f);
-            EXPECT_LE(MaxHeadError(x, ref, D), 1e-5);
+            EXPECT_LE(MaxRowError(x, ref, D), 1e-5);
           }
         }
       }

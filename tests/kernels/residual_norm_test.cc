@@ -24,29 +24,11 @@ namespace g4 {
 namespace {
 
 using testing::FloatBuffer;
+using testing::MaxRowError;
 using testing::RandomFloats;
 using testing::StoredTensor;
 
 constexpr double kTol = 1e-5;
-
-// max over rows of max_d |y - ref| / max_d max(|ref|, |floor| * floor_scale): the row's scale,
-// never below that of the addends `floor` (h before the update: a short row's sum may cancel).
-// NaN gives infinity.
-double MaxRowError(const std::vector<float>& y, const std::vector<float>& ref, int64_t D,
-                   const std::vector<float>& floor = {}, float floor_scale = 1.0f) {
-  double worst = 0.0;
-  for (size_t r0 = 0; r0 < ref.size(); r0 += static_cast<size_t>(D)) {
-    double scale = 0.0, err = 0.0;
-    for (size_t i = r0; i < r0 + static_cast<size_t>(D); ++i) {
-      scale = std::max(scale, std::fabs(static_cast<double>(ref[i])));
-      if (!floor.empty()) scale = std::max(scale, std::fabs(double{floor[i]} * floor_scale));
-      const double e = std::fabs(static_cast<double>(y[i]) - ref[i]);
-      err = std::isnan(e) ? INFINITY : std::max(err, e);
-    }
-    worst = std::max(worst, scale > 0 ? err / scale : err);
-  }
-  return worst;
-}
 
 struct Inputs {
   std::vector<float> x, h;

@@ -4,6 +4,8 @@
 // difference comes from the kernel, never from the inputs.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -80,6 +82,35 @@ class StoredTensor {
   std::vector<uint8_t> bytes_;
   TensorView view_;
 };
+
+// max over rows of D of max_d |y - ref| / max_d max(|ref|, |floor| * floor_scale): an error on
+// the row's scale (elements of a row that cancel to ~0 are judged against its largest), never
+// below the scale of `floor` when given (the addends of a sum that may cancel). NaN: infinity.
+inline double MaxRowError(const std::vector<float>& y, const std::vector<float>& ref, int64_t D,
+                          const std::vector<float>& floor = {}, float floor_scale = 1.0f) {
+  double worst = 0.0;
+  for (size_t r0 = 0; r0 < ref.size(); r0 += static_cast<size_t>(D)) {
+    double scale = 0.0, err = 0.0;
+    for (size_t i = r0; i < r0 + static_cast<size_t>(D); ++i) {
+      scale = std::max(scale, std::fabs(static_cast<double>(ref[i])));
+      if (!floor.empty()) scale = std::max(scale, std::fabs(double{floor[i]} * floor_scale));
+      const double e = std::fabs(static_cast<double>(y[i]) - ref[i]);
+      err = std::isnan(e) ? INFINITY : std::max(err, e);
+    }
+    worst = std::max(worst, scale > 0 ? err / scale : err);
+  }
+  return worst;
+}
+
+// RoPE frequencies theta^(-2j/D) for the first `rotated` of D/2 pairs, 0 after (proportional
+// RoPE's pass-through).
+inline std::vector<float> InvFreq(int64_t D, double theta, int64_t rotated) {
+  std::vector<float> f(static_cast<size_t>(D / 2), 0.0f);
+  for (int64_t j = 0; j < rotated && j < D / 2; ++j) {
+    f[static_cast<size_t>(j)] = static_cast<float>(std::pow(theta, -2.0 * j / D));
+  }
+  return f;
+}
 
 // Every SIMD target compiled in and supported here, best first: the parameterized tests run
 // each case once per target, so the AVX2/SSE4/scalar paths are checked on an AVX-512 machine.

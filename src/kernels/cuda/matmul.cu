@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "kernels/cuda/gemv.cuh"
 #include "kernels/cuda/load.cuh"
 #include "kernels/cuda/matmul_quant.h"
 
@@ -103,16 +104,7 @@ __global__ void DenseGemvKernel(const GemvSegments seg, int64_t K, const float* 
       }
     }
   }
-#pragma unroll
-  for (int t = 0; t < kGemvMaxT; ++t) {
-    float v[kRows];
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      v[r] = acc[r][t];
-      for (int off = 16; off > 0; off /= 2) v[r] += __shfl_xor_sync(0xffffffffu, v[r], off);
-    }
-    if (lane == 0 && t < T) y[t * N + n] = kGated ? GeluTanhF32(v[0]) * v[kRows - 1] : v[0];
-  }
+  GemvEpilogue(acc, T, lane, y, N, n);
 }
 
 // Tiled GEMM: a block computes a 64 x 64 tile of y (64 rows of x by 64 rows of w) with 256

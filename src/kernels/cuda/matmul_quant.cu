@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "kernels/cuda/gemv.cuh"
 #include "kernels/cuda/load.cuh"
 #include "kernels/cuda/matmul.h"
 
@@ -95,16 +96,7 @@ __global__ void Int4GemvKernel(const GemvSegments seg, int64_t row_bytes, ElemTy
     }
   }
   if (n >= N) return;
-#pragma unroll
-  for (int t = 0; t < kQMaxT; ++t) {
-    float v[kRows];
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      v[r] = acc[r][t];
-      for (int off = 16; off > 0; off /= 2) v[r] += __shfl_xor_sync(0xffffffffu, v[r], off);
-    }
-    if (lane == 0 && t < T) y[t * N + n] = kGated ? GeluTanhF32(v[0]) * v[kRows - 1] : v[0];
-  }
+  GemvEpilogue(acc, T, lane, y, N, n);
 }
 
 // ---- GEMM ----

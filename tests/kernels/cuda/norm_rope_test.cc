@@ -17,35 +17,13 @@
 namespace g4::cuda {
 namespace {
 
+using g4::testing::InvFreq;
+using g4::testing::MaxRowError;
 using g4::testing::RandomFloats;
 using g4::testing::StoredTensor;
 using testing::CudaOpTest;
 
 class CudaNormRopeTest : public CudaOpTest {};
-
-// theta^(-2j/D) for the first `rotated` pairs, 0 after (proportional RoPE's pass-through).
-std::vector<float> InvFreq(int64_t D, double theta, int64_t rotated) {
-  std::vector<float> f(static_cast<size_t>(D / 2), 0.0f);
-  for (int64_t j = 0; j < rotated && j < D / 2; ++j) {
-    f[static_cast<size_t>(j)] = static_cast<float>(std::pow(theta, -2.0 * j / D));
-  }
-  return f;
-}
-
-// max over heads of max_d |y - ref| / max_d |ref|; NaN gives infinity.
-double MaxHeadError(const std::vector<float>& y, const std::vector<float>& ref, int64_t D) {
-  double worst = 0.0;
-  for (size_t r0 = 0; r0 < ref.size(); r0 += static_cast<size_t>(D)) {
-    double scale = 0.0, err = 0.0;
-    for (size_t i = r0; i < r0 + static_cast<size_t>(D); ++i) {
-      scale = std::max(scale, std::fabs(static_cast<double>(ref[i])));
-      const double e = std::fabs(static_cast<double>(y[i]) - ref[i]);
-      err = std::isnan(e) ? INFINITY : std::max(err, e);
-    }
-    worst = std::max(worst, scale > 0 ? err / scale : err);
-  }
-  return worst;
-}
 
 TEST_F(CudaNormRopeTest, MatchesRefForEveryWeightDTypeAndRope) {
   const std::optional<DType> wtypes[] = {std::nullopt, DType::kF32, DType::kBF16, DType::kF16};
@@ -71,7 +49,7 @@ TEST_F(CudaNormRopeTest, MatchesRefForEveryWeightDTypeAndRope) {
           std::vector<float> x = RandomFloats(T * H * D, ++seed, -3.0f, 3.0f), ref = x;
           ref::NormRope(pool_, ref.data(), wv, pos.data(), T, H, D, 1e-6f, inv_freq);
           NormRope(pool_, x.data(), wv, pos.data(), T, H, D, 1e-6f, inv_freq);
-          EXPECT_LE(MaxHeadError(x, ref, D), 3e-5);
+          EXPECT_LE(MaxRowError(x, ref, D), 3e-5);
           ReleaseDeviceMemory();  // w dies here: the next w may reuse its address (kernels.h)
         }
       }

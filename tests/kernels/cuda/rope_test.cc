@@ -14,18 +14,10 @@ namespace g4::cuda {
 namespace {
 
 using testing::CudaOpTest;
+using g4::testing::InvFreq;
 using g4::testing::RandomFloats;
 
 class CudaRopeTest : public CudaOpTest {};
-
-// theta^(-2j/D) for the first `rotated` pairs, 0 after (proportional RoPE's pass-through).
-std::vector<float> InvFreq(int64_t D, double theta, int64_t rotated) {
-  std::vector<float> f(static_cast<size_t>(D / 2), 0.0f);
-  for (int64_t j = 0; j < rotated && j < D / 2; ++j) {
-    f[static_cast<size_t>(j)] = static_cast<float>(std::pow(theta, -2.0 * j / D));
-  }
-  return f;
-}
 
 TEST_F(CudaRopeTest, MatchesRefForDefaultAndProportionalRope) {
   std::mt19937 rng(7);
