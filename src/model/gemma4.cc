@@ -353,8 +353,13 @@ Status Gemma4Model::RunOps(Backend& be, ForwardWorkspace& ws, std::span<const Ba
     // PLE injection: h += post_ple_norm(ple_proj(gelu(ple_gate(h)) * ple[:, i, :]))
     if (P > 0) {
       G4_RETURN_IF_ERROR(g.Allocate(rows(R * P)));                  // g: [R, P]
-      be.MatMul(lw.ple_gate, h.data(), R, g.data());
-      be.GeluMulRows(g.data(), ple.data() + l.index * P, R, P, L * P, g.data());  // ple[:, l]
+      MatMulGroup ple_gate;  // g = gelu(ple_gate(h)) * ple[:, l]: one op
+      ple_gate.w[0] = &lw.ple_gate;
+      ple_gate.y[0] = g.data();
+      ple_gate.count = 1;
+      ple_gate.gelu_up = ple.data() + l.index * P;
+      ple_gate.gelu_up_stride = L * P;
+      be.GroupedMatMul(ple_gate, h.data(), R);
       be.MatMul(lw.ple_proj, g.data(), R, o.data());
       residual(lw.ple_norm, layer_scale, next_input_norm);
     }

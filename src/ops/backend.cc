@@ -9,15 +9,14 @@
 namespace g4 {
 namespace {
 
-// GroupedMatMul as one MatMul per weight (then GeluMul for a gelu_gate group): the ref and CPU
-// kernels gain nothing from one call.
+// GroupedMatMul as one MatMul per weight (then GeluMul for a gelu_gate or gelu_up group): the
+// ref and CPU kernels gain nothing from one call.
 template <MatMulFn kMatMul, GeluMulFn kGeluMul>
 void MatMulEach(ThreadPool& pool, const MatMulGroup& g, const float* x, int64_t T) {
   for (int i = 0; i < g.count; ++i) kMatMul(pool, *g.w[i], x, T, g.y[i]);
-  if (g.gelu_gate) {
-    const int64_t n = T * g.w[0]->dim(0);
-    kGeluMul(pool, g.y[0], g.y[1], 1, n, n, g.y[0]);
-  }
+  const int64_t N = g.w[0]->dim(0);
+  if (g.gelu_gate) kGeluMul(pool, g.y[0], g.y[1], 1, T * N, T * N, g.y[0]);
+  if (g.gelu_up) kGeluMul(pool, g.y[0], g.gelu_up, T, N, g.gelu_up_stride, g.y[0]);
 }
 
 OpTable MakeRefTable() {

@@ -98,13 +98,15 @@ class Backend {
     ops_.matmul(pool_, w, x, T, y);
     profiler_->Record(profiler_->MatMulCategory(w), t0);
   }
-  // Under a profiler each weight is its own MatMul (and a gelu_gate group's GeluMul its own
-  // call), so every one is timed in its category; they count as one op.
+  // Under a profiler each weight is its own MatMul (and a gelu_gate / gelu_up group's GeluMul
+  // its own call), so every one is timed in its category; they count as one op.
   void GroupedMatMul(const MatMulGroup& g, const float* x, int64_t T) {
     if (!Profiling()) return ops_.grouped_matmul(pool_, g, x, T);
-    profiler_->MergeNextCalls(g.count + (g.gelu_gate ? 1 : 0));
+    profiler_->MergeNextCalls(g.count + (g.gelu_gate || g.gelu_up ? 1 : 0));
     for (int i = 0; i < g.count; ++i) MatMul(*g.w[i], x, T, g.y[i]);
-    if (g.gelu_gate) GeluMul(g.y[0], g.y[1], T * g.w[0]->dim(0), g.y[0]);
+    const int64_t N = g.w[0]->dim(0);
+    if (g.gelu_gate) GeluMul(g.y[0], g.y[1], T * N, g.y[0]);
+    if (g.gelu_up) GeluMulRows(g.y[0], g.gelu_up, T, N, g.gelu_up_stride, g.y[0]);
   }
   void RmsNorm(const float* x, const TensorView& w, int64_t R, int64_t D, float eps, float* out) {
     Timed(OpProfiler::kNorm, [&] { ops_.rms_norm(pool_, x, w, R, D, eps, out); });

@@ -20,13 +20,16 @@ using MatMulFn = void (*)(ThreadPool& pool, const TensorView& w, const float* x,
 // runs the decode GEMVs of weights with the same K and storage as one launch. With gelu_gate
 // (count 2, w[0] and w[1] of one N: the MLP's gate and up), y[0] = GeluMul(x @ w[0]^T,
 // x @ w[1]^T) (ops/gelu.h) instead, and y[1] is scratch (a device computes both rows in one
-// warp and never writes it).
+// warp and never writes it). With gelu_up (count 1: the PLE branch's gate), y[0] =
+// GeluMul(x @ w[0]^T, gelu_up) over T rows of N, gelu_up's rows gelu_up_stride apart.
 inline constexpr int kMaxMatMulGroup = 3;
 struct MatMulGroup {
   const TensorView* w[kMaxMatMulGroup] = {};
   float* y[kMaxMatMulGroup] = {};
   int count = 0;
   bool gelu_gate = false;
+  const float* gelu_up = nullptr;  // [T rows of N, gelu_up_stride apart] or null
+  int64_t gelu_up_stride = 0;
 };
 using GroupedMatMulFn = void (*)(ThreadPool& pool, const MatMulGroup& g, const float* x,
                                  int64_t T);

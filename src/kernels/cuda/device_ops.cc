@@ -87,20 +87,24 @@ void GroupedMatMul(ThreadPool& pool, const MatMulGroup& g, const float* x, int64
   using namespace staging;
   if (T <= 0 || !Ready()) return;
   const TensorView* dw[kMaxMatMulGroup] = {};
-  bool grouped = g.count > 1 && g.count <= kMaxMatMulGroup && T <= kGemvMaxT;
+  // One weight is worth a group when its epilogue saves the GeluMul launch (gelu_up).
+  bool grouped = (g.count > 1 || g.gelu_up != nullptr) && g.count <= kMaxMatMulGroup &&
+                 T <= kGemvMaxT;
   for (int i = 0; grouped && i < g.count; ++i) grouped = MatMulOnDevice(*g.w[i]);
   for (int i = 0; grouped && i < g.count; ++i) {
     if ((dw[i] = DeviceWeight(*g.w[i], /*convert_to_compute=*/true)) == nullptr) return;
   }
   if (grouped && GemvGroupable(dw, g.count, T)) {
-    Ok(GroupedGemvDevice(dw, g.y, g.count, g.gelu_gate, x, T, Stream()), "matmul");
+    GemvGate gate;
+    if (g.gelu_gate) gate.kind = GemvGate::kWeight;
+    if (g.gelu_up != nullptr) gate = {GemvGate::kRows, g.gelu_up, g.gelu_up_stride};
+    Ok(GroupedGemvDevice(dw, g.y, g.count, gate, x, T, Stream()), "matmul");
     return;
   }
   for (int i = 0; i < g.count; ++i) MatMul(pool, *g.w[i], x, T, g.y[i]);
-  if (g.gelu_gate) {
-    const int64_t n = T * g.w[0]->dim(0);
-    GeluMul(pool, g.y[0], g.y[1], 1, n, n, g.y[0]);
-  }
+  const int64_t N = g.w[0]->dim(0);
+  if (g.gelu_gate) GeluMul(pool, g.y[0], g.y[1], 1, T * N, T * N, g.y[0]);
+  if (g.gelu_up != nullptr) GeluMul(pool, g.y[0], g.gelu_up, T, N, g.gelu_up_stride, g.y[0]);
 }
 
 void Attention(ThreadPool& pool, const AttentionArgs& a) {

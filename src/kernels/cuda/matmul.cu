@@ -46,14 +46,15 @@ constexpr int kGemvWarps = 8;
 // y[t, n] for every t < T (<= kGemvMaxT): one warp per weight row n, so the row is read once
 // for all T; the block's segment (GemvSegments) says which weight and y. `vec`: rows and x are
 // 16-byte aligned with K a multiple of the 16-byte element count, so lanes load 16 bytes at a
-// time; otherwise one element at a time. kGated (segments gate and up, the grid covering the
-// gate's rows): the warp also reads row n of up, on the same x loads, and writes
-// y[0][t, n] = gelu_tanh(gate . x) * (up . x) (the MLP's GeluMul in the epilogue).
-template <typename WT, bool kGated>
+// time; otherwise one element at a time. kGate (GemvGate, matmul.h): kWeight (segments gate
+// and up, the grid covering the gate's rows): the warp also reads row n of up, on the same x
+// loads, and writes y[0][t, n] = gelu_tanh(gate . x) * (up . x) (the MLP's GeluMul in the
+// epilogue); kRows: y[0][t, n] = gelu_tanh(w . x) * seg.up_rows[t, n].
+template <typename WT, GemvGate::Kind kGate>
 __global__ void DenseGemvKernel(const GemvSegments seg, int64_t K, const float* __restrict__ x,
                                 int T, bool vec) {
   constexpr int kVec = 16 / sizeof(typename WT::Elem);
-  constexpr int kRows = kGated ? 2 : 1;
+  constexpr int kRows = kGate == GemvGate::kWeight ? 2 : 1;
   const int lane = threadIdx.x % 32;
   const int s = seg.SegmentOf(blockIdx.x);
   const int64_t N = seg.N[s];
@@ -104,7 +105,7 @@ __global__ void DenseGemvKernel(const GemvSegments seg, int64_t K, const float* 
       }
     }
   }
-  GemvEpilogue(acc, T, lane, y, N, n);
+  GemvEpilogue<kGate>(acc, T, lane, y, N, n, seg);
 }
 
 // Tiled GEMM: a block computes a 64 x 64 tile of y (64 rows of x by 64 rows of w) with 256
@@ -173,10 +174,28 @@ Status CheckDense(const TensorView& w, const float* x, int64_t T, const float* y
 
 bool Aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-// w[0..count) dense weights of one dtype and K (GemvGroupable), in one grid per kGemvMaxT rows;
-// gated: count == 2 (gate, up of one N), y[0] = gelu(gate) * up, the grid over the gate's rows.
+// DenseGemvKernel<WT, kGate> for a run-time gate.
 template <typename WT>
-Status LaunchGemv(const TensorView* const* w, float* const* y, int count, bool gated,
+void LaunchDenseGemv(GemvGate::Kind gate, unsigned blocks, cudaStream_t s,
+                     const GemvSegments& rows, int64_t K, const float* x, int tc, bool vec) {
+  const int threads = kGemvWarps * 32;
+  switch (gate) {
+    case GemvGate::kNone:
+      DenseGemvKernel<WT, GemvGate::kNone><<<blocks, threads, 0, s>>>(rows, K, x, tc, vec);
+      break;
+    case GemvGate::kWeight:
+      DenseGemvKernel<WT, GemvGate::kWeight><<<blocks, threads, 0, s>>>(rows, K, x, tc, vec);
+      break;
+    case GemvGate::kRows:
+      DenseGemvKernel<WT, GemvGate::kRows><<<blocks, threads, 0, s>>>(rows, K, x, tc, vec);
+      break;
+  }
+}
+
+// w[0..count) dense weights of one dtype and K (GemvGroupable), in one grid per kGemvMaxT rows,
+// with the epilogue `gate` (CheckGemvGate'd; kWeight: the grid over the gate's rows).
+template <typename WT>
+Status LaunchGemv(const TensorView* const* w, float* const* y, int count, const GemvGate& gate,
                   const float* x, int64_t T, cudaStream_t s) {
   const int64_t K = w[0]->dim(1);
   constexpr int64_t kVec = 16 / sizeof(typename WT::Elem);
@@ -185,16 +204,12 @@ Status LaunchGemv(const TensorView* const* w, float* const* y, int count, bool g
   bool vec = Aligned16(x) && K % kVec == 0 && K % 4 == 0;
   const GemvSegments seg = GemvSegmentsOf(w, y, count, kGemvWarps);
   for (int i = 0; i < count; ++i) vec = vec && Aligned16(w[i]->data);
-  const unsigned blocks = gated ? seg.first_block[1] : seg.first_block[count];
+  const unsigned blocks =
+      gate.kind == GemvGate::kWeight ? seg.first_block[1] : seg.first_block[count];
   for (int64_t t0 = 0; t0 < T; t0 += kGemvMaxT) {
     const int tc = static_cast<int>(T - t0 < kGemvMaxT ? T - t0 : kGemvMaxT);
-    GemvSegments rows = seg;
-    for (int i = 0; i < count; ++i) rows.y[i] = y[i] + t0 * seg.N[i];
-    if (gated) {
-      DenseGemvKernel<WT, true><<<blocks, kGemvWarps * 32, 0, s>>>(rows, K, x + t0 * K, tc, vec);
-    } else {
-      DenseGemvKernel<WT, false><<<blocks, kGemvWarps * 32, 0, s>>>(rows, K, x + t0 * K, tc, vec);
-    }
+    const GemvSegments rows = GemvRowsFrom(seg, gate, t0);
+    LaunchDenseGemv<WT>(gate.kind, blocks, s, rows, K, x + t0 * K, tc, vec);
   }
   return LaunchStatus("dense GEMV launch");
 }
@@ -224,9 +239,9 @@ Status ByDType(DType dtype, Args... args) {
 }
 template <typename WT>
 struct GemvFn {
-  static Status Run(const TensorView* const* w, float* const* y, int count, bool gated,
+  static Status Run(const TensorView* const* w, float* const* y, int count, const GemvGate* gate,
                     const float* x, int64_t T, cudaStream_t s) {
-    return LaunchGemv<WT>(w, y, count, gated, x, T, s);
+    return LaunchGemv<WT>(w, y, count, *gate, x, T, s);
   }
 };
 template <typename WT>
@@ -253,6 +268,29 @@ GemvSegments GemvSegmentsOf(const TensorView* const* w, float* const* y, int cou
   return seg;
 }
 
+GemvSegments GemvRowsFrom(const GemvSegments& seg, const GemvGate& gate, int64_t t0) {
+  GemvSegments rows = seg;
+  for (int i = 0; i < seg.count; ++i) rows.y[i] = seg.y[i] + t0 * seg.N[i];
+  if (gate.kind == GemvGate::kRows) {
+    rows.up_rows = gate.up_rows + t0 * gate.up_stride;
+    rows.up_stride = gate.up_stride;
+  }
+  return rows;
+}
+
+Status CheckGemvGate(const TensorView* const* w, int count, const GemvGate& gate,
+                     const char* who) {
+  if (gate.kind == GemvGate::kWeight && (count != 2 || w[0]->dim(0) != w[1]->dim(0))) {
+    return InvalidArgument(std::string(who) + ": a gated group is a gate and an up of one N");
+  }
+  if (gate.kind == GemvGate::kRows &&
+      (count != 1 || gate.up_rows == nullptr || gate.up_stride < w[0]->dim(0))) {
+    return InvalidArgument(std::string(who) + ": a gelu_up group is one weight and rows of up "
+                           "at least N apart");
+  }
+  return Status::Ok();
+}
+
 bool GemvGroupable(const TensorView* const* w, int count, int64_t T) {
   if (count < 1 || count > kMaxMatMulGroup || T > kGemvMaxT) return false;
   const TensorView& a = *w[0];
@@ -275,19 +313,17 @@ bool GemvGroupable(const TensorView* const* w, int count, int64_t T) {
   return true;
 }
 
-Status GroupedGemvDevice(const TensorView* const* w, float* const* y, int count, bool gated,
-                         const float* x, int64_t T, cudaStream_t stream) {
+Status GroupedGemvDevice(const TensorView* const* w, float* const* y, int count,
+                         const GemvGate& gate, const float* x, int64_t T, cudaStream_t stream) {
   if (!GemvGroupable(w, count, T)) {
     return InvalidArgument("GroupedGemvDevice: weights do not share K and storage, or T = " +
                            std::to_string(T) + " > " + std::to_string(kGemvMaxT));
   }
-  if (gated && (count != 2 || w[0]->dim(0) != w[1]->dim(0))) {
-    return InvalidArgument("GroupedGemvDevice: a gated group is a gate and an up of one N");
-  }
-  if (w[0]->quantized()) return Int4GemvGroupDevice(w, y, count, gated, x, T, stream);
+  G4_RETURN_IF_ERROR(CheckGemvGate(w, count, gate, "GroupedGemvDevice"));
+  if (w[0]->quantized()) return Int4GemvGroupDevice(w, y, count, gate, x, T, stream);
   for (int i = 0; i < count; ++i) G4_RETURN_IF_ERROR(CheckDense(*w[i], x, T, y[i]));
   if (T == 0) return Status::Ok();
-  return ByDType<GemvFn>(w[0]->dtype, w, y, count, gated, x, T, stream);
+  return ByDType<GemvFn>(w[0]->dtype, w, y, count, &gate, x, T, stream);
 }
 
 Status DenseGemvDevice(const TensorView& w, const float* x, int64_t T, float* y,
@@ -296,7 +332,8 @@ Status DenseGemvDevice(const TensorView& w, const float* x, int64_t T, float* y,
   if (T == 0) return Status::Ok();
   const TensorView* ws[1] = {&w};
   float* ys[1] = {y};
-  return ByDType<GemvFn>(w.dtype, ws, ys, 1, /*gated=*/false, x, T, stream);
+  const GemvGate plain;
+  return ByDType<GemvFn>(w.dtype, ws, ys, 1, &plain, x, T, stream);
 }
 
 Status DenseGemmDevice(const TensorView& w, const float* x, int64_t T, float* y,

@@ -25,9 +25,20 @@ inline constexpr int64_t kGemvMaxT = 8;
 Status MatMulDevice(const TensorView& w, const float* x, int64_t T, float* y,
                     const DeviceLimits& dev, cudaStream_t stream);
 
+// What a GEMV grid writes to y[0][t, n]: x . w[0] row n (kNone: and likewise for every
+// segment); gelu_tanh(x . gate) * (x . up) (kWeight: segments gate and up of one N, the grid
+// over the gate's rows, one warp reading both rows); gelu_tanh(x . w[0]) * up_rows[t * up_stride
+// + n] (kRows: the PLE branch's per-layer inputs).
+struct GemvGate {
+  enum Kind : int { kNone, kWeight, kRows };
+  Kind kind = kNone;
+  const float* up_rows = nullptr;  // kRows
+  int64_t up_stride = 0;
+};
+
 // The GEMV rows of up to kMaxMatMulGroup weights that share x, K and storage, launched as one
 // grid: segment s is blocks [first_block[s], first_block[s + 1]), each block the rows of one
-// weight (dense and int4 GEMV kernels alike).
+// weight (dense and int4 GEMV kernels alike), and the epilogue's `up` rows (GemvGate::kRows).
 struct GemvSegments {
   const void* w[kMaxMatMulGroup] = {};
   const void* scales[kMaxMatMulGroup] = {};  // int4 weights
@@ -35,6 +46,8 @@ struct GemvSegments {
   int64_t N[kMaxMatMulGroup] = {};
   unsigned first_block[kMaxMatMulGroup + 1] = {};
   int count = 0;
+  const float* up_rows = nullptr;
+  int64_t up_stride = 0;
 
   __host__ __device__ int SegmentOf(unsigned block) const {
     int s = 0;
@@ -48,16 +61,22 @@ struct GemvSegments {
 GemvSegments GemvSegmentsOf(const TensorView* const* w, float* const* y, int count,
                             int rows_per_block);
 
+// seg for the launch of x rows from t0: y and the gate's up rows advanced by t0 rows.
+GemvSegments GemvRowsFrom(const GemvSegments& seg, const GemvGate& gate, int64_t t0);
+
 // Whether device weights w[0..count) run as one grouped GEMV for T rows of x: T <= kGemvMaxT,
 // one K, and all float weights of one dtype or all int4 with one group size, row width and
 // scale dtype.
 bool GemvGroupable(const TensorView* const* w, int count, int64_t T);
 // y[i] = x @ w[i]^T for a GemvGroupable group, one launch per kGemvMaxT (dense) or 4 (int4)
-// rows of x; InvalidArgument for a group that is not. gated (MatMulGroup::gelu_gate: count 2,
-// gate and up of one N): y[0] = gelu_tanh(x @ w[0]^T) * (x @ w[1]^T) from the same launch, one
-// warp reading both rows; y[1] is not written.
-Status GroupedGemvDevice(const TensorView* const* w, float* const* y, int count, bool gated,
-                         const float* x, int64_t T, cudaStream_t stream);
+// rows of x, with the epilogue `gate` (kWeight: count 2, gate and up of one N, y[1] not
+// written; kRows: count 1); InvalidArgument for a group that is not.
+Status GroupedGemvDevice(const TensorView* const* w, float* const* y, int count,
+                         const GemvGate& gate, const float* x, int64_t T, cudaStream_t stream);
+// InvalidArgument naming `who` unless `gate` fits the group (kWeight: 2 weights of one N;
+// kRows: 1 weight, rows at least N apart).
+Status CheckGemvGate(const TensorView* const* w, int count, const GemvGate& gate,
+                     const char* who);
 
 // The two dense paths, for tests that must reach each regardless of T.
 Status DenseGemvDevice(const TensorView& w, const float* x, int64_t T, float* y,

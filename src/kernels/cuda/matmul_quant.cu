@@ -28,13 +28,14 @@ constexpr int kQChunkPadded = kQChunk + kQChunk / 32;
 
 // One warp per weight row n. kFast: K % 32 == 0, group % 32 == 0, rows 16-byte aligned, so a
 // lane's 32 nibbles are one uint4 load within one group (one scale).
-// The block's segment (GemvSegments) says which weight, scales and y. kGated (segments gate and
-// up, the grid covering the gate's rows): the warp also reads row n of up against the same
-// staged x and writes y[0][t, n] = gelu_tanh(gate . x) * (up . x).
-template <bool kFast, bool kGated>
+// The block's segment (GemvSegments) says which weight, scales and y. kGate (GemvGate,
+// matmul.h): kWeight (segments gate and up, the grid covering the gate's rows): the warp also
+// reads row n of up against the same staged x and writes y[0][t, n] = gelu_tanh(gate . x) *
+// (up . x); kRows: y[0][t, n] = gelu_tanh(w . x) * seg.up_rows[t, n].
+template <bool kFast, GemvGate::Kind kGate>
 __global__ void Int4GemvKernel(const GemvSegments seg, int64_t row_bytes, ElemType scale_type,
                                int64_t K, int64_t group, const float* __restrict__ x, int T) {
-  constexpr int kRows = kGated ? 2 : 1;
+  constexpr int kRows = kGate == GemvGate::kWeight ? 2 : 1;
   __shared__ float xs[kQMaxT][kQChunkPadded];
   const int tid = threadIdx.x, lane = tid % 32;
   const int s = seg.SegmentOf(blockIdx.x);
@@ -96,7 +97,7 @@ __global__ void Int4GemvKernel(const GemvSegments seg, int64_t row_bytes, ElemTy
     }
   }
   if (n >= N) return;
-  GemvEpilogue(acc, T, lane, y, N, n);
+  GemvEpilogue<kGate>(acc, T, lane, y, N, n, seg);
 }
 
 // ---- GEMM ----
@@ -252,27 +253,34 @@ Status LaunchGemm(const TensorView& w, const float* x, int64_t T, float* y, cons
 
 }  // namespace
 
-// Int4GemvKernel<kFast, kGated> for run-time flags.
+// Int4GemvKernel<kFast, kGate> for a run-time gate.
 template <bool kFast>
-void LaunchInt4Gemv(bool gated, unsigned blocks, cudaStream_t stream, const GemvSegments& rows,
-                    int64_t row_bytes, ElemType st, int64_t K, int64_t G, const float* x, int tc) {
-  if (gated) {
-    Int4GemvKernel<kFast, true><<<blocks, kQGemvWarps * 32, 0, stream>>>(rows, row_bytes, st, K,
-                                                                         G, x, tc);
-  } else {
-    Int4GemvKernel<kFast, false><<<blocks, kQGemvWarps * 32, 0, stream>>>(rows, row_bytes, st, K,
-                                                                          G, x, tc);
+void LaunchInt4Gemv(GemvGate::Kind gate, unsigned blocks, cudaStream_t stream,
+                    const GemvSegments& rows, int64_t row_bytes, ElemType st, int64_t K, int64_t G,
+                    const float* x, int tc) {
+  const int threads = kQGemvWarps * 32;
+  switch (gate) {
+    case GemvGate::kNone:
+      Int4GemvKernel<kFast, GemvGate::kNone><<<blocks, threads, 0, stream>>>(rows, row_bytes, st,
+                                                                             K, G, x, tc);
+      break;
+    case GemvGate::kWeight:
+      Int4GemvKernel<kFast, GemvGate::kWeight><<<blocks, threads, 0, stream>>>(rows, row_bytes,
+                                                                               st, K, G, x, tc);
+      break;
+    case GemvGate::kRows:
+      Int4GemvKernel<kFast, GemvGate::kRows><<<blocks, threads, 0, stream>>>(rows, row_bytes, st,
+                                                                             K, G, x, tc);
+      break;
   }
 }
 
-Status Int4GemvGroupDevice(const TensorView* const* w, float* const* y, int count, bool gated,
-                           const float* x, int64_t T, cudaStream_t stream) {
+Status Int4GemvGroupDevice(const TensorView* const* w, float* const* y, int count,
+                           const GemvGate& gate, const float* x, int64_t T, cudaStream_t stream) {
   if (!GemvGroupable(w, count, /*T=*/0) || !w[0]->quantized()) {  // any T: chunks of kQMaxT
     return InvalidArgument("Int4GemvGroupDevice: not one int4 group of K and storage");
   }
-  if (gated && (count != 2 || w[0]->dim(0) != w[1]->dim(0))) {
-    return InvalidArgument("Int4GemvGroupDevice: a gated group is a gate and an up of one N");
-  }
+  G4_RETURN_IF_ERROR(CheckGemvGate(w, count, gate, "Int4GemvGroupDevice"));
   for (int i = 0; i < count; ++i) G4_RETURN_IF_ERROR(CheckInt4(*w[i], x, T, y[i]));
   if (T == 0) return Status::Ok();
   const TensorView& a = *w[0];
@@ -283,15 +291,15 @@ Status Int4GemvGroupDevice(const TensorView* const* w, float* const* y, int coun
   }
   const GemvSegments seg = GemvSegmentsOf(w, y, count, kQGemvWarps);
   const ElemType st = ScaleTypeOf(a.quant.scale_dtype);
-  const unsigned blocks = gated ? seg.first_block[1] : seg.first_block[count];
+  const unsigned blocks =
+      gate.kind == GemvGate::kWeight ? seg.first_block[1] : seg.first_block[count];
   for (int64_t t0 = 0; t0 < T; t0 += kQMaxT) {
     const int tc = static_cast<int>(T - t0 < kQMaxT ? T - t0 : kQMaxT);
-    GemvSegments rows = seg;
-    for (int i = 0; i < count; ++i) rows.y[i] = y[i] + t0 * seg.N[i];
+    const GemvSegments rows = GemvRowsFrom(seg, gate, t0);
     if (fast) {
-      LaunchInt4Gemv<true>(gated, blocks, stream, rows, row_bytes, st, K, G, x + t0 * K, tc);
+      LaunchInt4Gemv<true>(gate.kind, blocks, stream, rows, row_bytes, st, K, G, x + t0 * K, tc);
     } else {
-      LaunchInt4Gemv<false>(gated, blocks, stream, rows, row_bytes, st, K, G, x + t0 * K, tc);
+      LaunchInt4Gemv<false>(gate.kind, blocks, stream, rows, row_bytes, st, K, G, x + t0 * K, tc);
     }
   }
   return LaunchStatus("W4A16 GEMV launch");
@@ -302,7 +310,7 @@ Status Int4GemvDevice(const TensorView& w, const float* x, int64_t T, float* y,
   G4_RETURN_IF_ERROR(CheckInt4(w, x, T, y));
   const TensorView* ws[1] = {&w};
   float* ys[1] = {y};
-  return Int4GemvGroupDevice(ws, ys, 1, /*gated=*/false, x, T, stream);
+  return Int4GemvGroupDevice(ws, ys, 1, GemvGate{}, x, T, stream);
 }
 
 Status Int4GemmDevice(const TensorView& w, const float* x, int64_t T, float* y,

@@ -15,6 +15,7 @@
 
 #include "core/status.h"
 #include "core/tensor.h"
+#include "kernels/cuda/matmul.h"
 #include "kernels/cuda/tiles.h"
 
 namespace g4::cuda {
@@ -30,10 +31,10 @@ Status MatMulInt4Device(const TensorView& w, const float* x, int64_t T, float* y
 Status Int4GemvDevice(const TensorView& w, const float* x, int64_t T, float* y,
                       cudaStream_t stream);
 // The GEMV of int4 weights w[0..count) that share K, group size, row width and scale dtype
-// (GemvGroupable, matmul.h), each into y[i], in one grid per 4 rows of x; gated as in
+// (GemvGroupable, matmul.h), each into y[i], in one grid per 4 rows of x; `gate` as in
 // GroupedGemvDevice.
-Status Int4GemvGroupDevice(const TensorView* const* w, float* const* y, int count, bool gated,
-                           const float* x, int64_t T, cudaStream_t stream);
+Status Int4GemvGroupDevice(const TensorView* const* w, float* const* y, int count,
+                           const GemvGate& gate, const float* x, int64_t T, cudaStream_t stream);
 Status Int4GemmDevice(const TensorView& w, const float* x, int64_t T, float* y,
                       const W4A16Tile& tile, cudaStream_t stream);
 

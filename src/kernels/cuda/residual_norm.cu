@@ -50,7 +50,8 @@ void ResidualNorm(ThreadPool&, const ResidualNormArgs& a) {
   bool ok = true;
   ElemType w_type = ElemType::kF32, next_type = ElemType::kF32;
   const void* dw = NormWeight(a.w, &w_type, &ok, "residual_norm");
-  const void* dnext = a.out != nullptr ? NormWeight(a.next_w, &next_type, &ok, "residual_norm") : nullptr;
+  const void* dnext =
+      a.out != nullptr ? NormWeight(a.next_w, &next_type, &ok, "residual_norm") : nullptr;
   if (!ok) return;
   ResidualNormKernel<<<static_cast<unsigned>(a.R), kThreads, 0, Stream()>>>(
       a.x, dw, w_type, a.h, a.scale, dnext, next_type, a.out, a.D, a.eps);

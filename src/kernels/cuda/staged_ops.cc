@@ -57,6 +57,10 @@ void GroupedMatMul(ThreadPool& pool, const MatMulGroup& g, const float* x, int64
   for (int i = 0; staged && i < g.count; ++i) {
     staged = (d.y[i] = ScratchF(1 + i, T * g.w[i]->dim(0))) != nullptr;
   }
+  if (staged && g.gelu_up != nullptr) {
+    const int64_t up_n = (T - 1) * g.gelu_up_stride + g.w[0]->dim(0);
+    staged = (d.gelu_up = Staged(1 + kMaxMatMulGroup, g.gelu_up, up_n)) != nullptr;
+  }
   if (staged) dev::GroupedMatMul(pool, d, dx, T);
   for (int i = 0; i < g.count; ++i) {
     Finish(staged ? d.y[i] : nullptr, g.y[i], T * g.w[i]->dim(0), "grouped_matmul");

@@ -4,8 +4,10 @@
 // MatMul per weight), against ref::MatMul per weight; groups that cannot share a launch
 // (another dtype or storage) fall back to one MatMul each. GemvGroupable's decision is host
 // logic and is checked without a device. gelu_gate groups (the MLP's gate and up, GeluMul in
-// the GEMV's epilogue) against gelu_tanh(gate) * up from the ref matmuls. Tolerance as the dense
+// the GEMV's epilogue) against gelu_tanh(gate) * up from the ref matmuls, and gelu_up groups
+// (the PLE branch: up rows from memory, a stride apart). Tolerance as the dense
 // GEMV tests: 1e-5 of the row's sum |x w| (MatMulError).
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -102,6 +104,51 @@ TEST_F(CudaMatMulGroupTest, GatedGroupsMatchGeluOfGateTimesUp) {
   for (int64_t T : {1, 5, 12}) {
     SCOPED_TRACE(::testing::Message() << "int4 T=" << T);
     CheckGated(pool_, gq->view, uq->view, T, ++seed);
+  }
+}
+
+// A gelu_up group (one weight, `up` rows a stride apart: the PLE branch) on the device: y[0]
+// against gelu_tanh(ref) * up in f64, the matmul error carried through |gelu'| <= 1.13; the
+// floats between up's rows are NaN and must not be read.
+void CheckGeluUp(ThreadPool& pool, const TensorView& w, int64_t T, uint32_t seed) {
+  const int64_t N = w.dim(0), K = w.dim(1), stride = 3 * N + 1;
+  const std::vector<float> x = RandomFloats(T * K, seed, -2.0f, 2.0f);
+  const std::vector<float> rows = RandomFloats(T * N, seed + 1, -2.0f, 2.0f);
+  std::vector<float> up(static_cast<size_t>((T - 1) * stride + N), std::nanf(""));
+  for (int64_t t = 0; t < T; ++t) std::copy_n(rows.begin() + t * N, N, up.begin() + t * stride);
+  std::vector<float> y(static_cast<size_t>(T * N), -7.0f), ref(y.size());
+  MatMulGroup g;
+  g.w[0] = &w, g.y[0] = y.data(), g.count = 1;
+  g.gelu_up = up.data(), g.gelu_up_stride = stride;
+  GroupedMatMul(pool, g, x.data(), T);
+  ref::MatMul(pool, w, x.data(), T, ref.data());
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t n = 0; n < N; ++n) {
+      double mag = 0.0;
+      for (int64_t k = 0; k < K; ++k) mag += std::fabs(x[t * K + k] * w.at(n * K + k));
+      const size_t i = static_cast<size_t>(t * N + n);
+      const double u = rows[i], want = ref::GeluTanh(ref[i]) * u;
+      ASSERT_NEAR(y[i], want, 3e-5 * 1.13 * mag * std::fabs(u) + 1e-6) << "t=" << t << " n=" << n;
+    }
+  }
+}
+
+TEST_F(CudaMatMulGroupTest, GeluUpGroupsMatchGeluTimesRows) {
+  uint32_t seed = 500;
+  for (DType dt : g4::testing::kFloatDTypes) {
+    const StoredTensor w(RandomFloats(19 * 40, ++seed), dt, {19, 40}, false);
+    for (int64_t T : {1, 3, 9}) {  // 9: MatMul, then the strided GeluMul
+      SCOPED_TRACE(::testing::Message() << DTypeName(dt) << " T=" << T);
+      CheckGeluUp(pool_, w.view(), T, ++seed);
+    }
+    ReleaseDeviceMemory();  // w dies here (kernels.h)
+  }
+  const StoredTensor f(RandomFloats(23 * 64, ++seed), DType::kF32, {23, 64}, false);
+  auto q = QuantizeWeight(pool_, f.view(), QuantKind::kInt4Group, 32, DType::kBF16);
+  ASSERT_TRUE(q.ok());
+  for (int64_t T : {1, 6}) {
+    SCOPED_TRACE(::testing::Message() << "int4 T=" << T);
+    CheckGeluUp(pool_, q->view, T, ++seed);
   }
 }
 
