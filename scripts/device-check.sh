@@ -7,7 +7,8 @@
 #      and the golden-logit tests on the cuda backend (they need ../shared/golden);
 #   3. HBM copy bandwidth (g4_cuda_bandwidth), then `g4 bench --backend cuda` on synthetic e2b
 #      checkpoints, bf16 and W4A16: prefill of a 521-token prompt, decode at batch 1 and 8 with
-#      decode steps replayed from CUDA graphs, and bf16 batch 1 op by op (--graphs=false);
+#      decode steps replayed from CUDA graphs, bf16 batch 1 op by op (--graphs=false), and
+#      W4A16 batch 1 without programmatic dependent launch (G4_CUDA_PDL=0);
 #   4. a short table: tok/s and decode as % of the HBM roofline (measured copy bandwidth /
 #      weight bytes read per token).
 # Each step has a time limit and the script goes on after a failure, so one broken step still
@@ -75,21 +76,27 @@ if [ -d "$TMP/e2b-bf16" ]; then  # what the graphs gain: the same decode, op by 
     --json "$TMP/bench_bf16_b1_ops.json"
   grep -E "^ *521|decode steps" "$TMP/bench_bf16_b1_ops.log"
 fi
+if [ -d "$TMP/e2b-w4a16" ]; then  # what programmatic dependent launch gains (SM 9.0): PDL off
+  step bench_w4a16_b1_nopdl 150 env G4_CUDA_PDL=0 "$BUILD/g4" bench --backend cuda \
+    --model "$TMP/e2b-w4a16" --contexts 521 --decode "$DECODE" --batch 1 --head bf16 \
+    --json "$TMP/bench_w4a16_b1_nopdl.json"
+  grep -E "policy|^ *521|decode steps" "$TMP/bench_w4a16_b1_nopdl.log"
+fi
 
 echo
 echo "== summary (HBM copy ${copy_gbs:-?} GB/s measured, ${theo_gbs:-?} GB/s theoretical)"
 python3 - "$TMP" "${copy_gbs:-0}" <<'PY' || echo "(python3 missing: see $TMP/bench_*.json)"
 import json, os, sys
 tmp, copy_gbs = sys.argv[1], float(sys.argv[2])
-print(f"{'model':8} {'batch':>5} {'prefill521 t/s':>15} {'decode t/s':>11} {'GB/token':>9} "
+print(f"{'model':12} {'batch':>5} {'prefill521 t/s':>15} {'decode t/s':>11} {'GB/token':>9} "
       f"{'roofline t/s':>13} {'% roofline':>10}  decode steps")
 # Batch 8: decode t/s counts all 8 sequences; % roofline is of the step rate (one weight read
 # per step), so 100% means the weights stream at copy bandwidth whatever the batch.
 for m, b, tag in (("bf16", 1, ""), ("bf16", 8, ""), ("w4a16", 1, ""), ("w4a16", 8, ""),
-                  ("bf16", 1, "_ops")):
+                  ("bf16", 1, "_ops"), ("w4a16", 1, "_nopdl")):
     p = os.path.join(tmp, f"bench_{m}_b{b}{tag}.json")
     if not os.path.exists(p):
-        print(f"{m:8} {b:5} (no result)")
+        print(f"{m + tag:12} {b:5} (no result)")
         continue
     j = json.load(open(p))
     r = j["runs"][0]
@@ -97,7 +104,7 @@ for m, b, tag in (("bf16", 1, ""), ("bf16", 8, ""), ("w4a16", 1, ""), ("w4a16", 
     roof = copy_gbs / gb if gb > 0 else 0
     pct = 100 * r["decode_tok_s"] / b / roof if roof > 0 else 0
     graphs = j.get("decode_graphs", {}).get("summary", "?")
-    print(f"{m:8} {b:5} {r['prefill_tok_s']:15.1f} {r['decode_tok_s']:11.2f} {gb:9.3f} "
+    print(f"{m + tag:12} {b:5} {r['prefill_tok_s']:15.1f} {r['decode_tok_s']:11.2f} {gb:9.3f} "
           f"{roof:13.1f} {pct:9.1f}%  {graphs}")
 PY
 echo "total $((SECONDS - t0)) s"

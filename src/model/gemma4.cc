@@ -242,10 +242,14 @@ Status Gemma4Model::RunOps(Backend& be, ForwardWorkspace& ws, std::span<const Ba
                 &g = ws.g;
   G4_RETURN_IF_ERROR(a.Allocate(rows(R * H)));
   G4_RETURN_IF_ERROR(o.Allocate(rows(R * H)));
-  // Each sub-block ends in one ResidualNorm: h = (h + post_norm(o)) * scale, and a = the next
-  // sub-block's pre-norm of h (the next layer's input_norm after a layer's last sub-block).
-  auto residual = [&](const TensorView& post_norm, float scale, const TensorView* next_norm) {
+  // Each sub-block ends in one ResidualNorm: o = its output projection of `in`, then
+  // h = (h + post_norm(o)) * scale, and a = the next sub-block's pre-norm of h (the next layer's
+  // input_norm after a layer's last sub-block).
+  auto residual = [&](const TensorView& proj, const float* in, const TensorView& post_norm,
+                      float scale, const TensorView* next_norm) {
     ResidualNormArgs args;
+    args.proj = &proj;
+    args.proj_in = in;
     args.x = o.data();
     args.w = &post_norm;
     args.h = h.data();
@@ -286,18 +290,46 @@ Status Gemma4Model::RunOps(Backend& be, ForwardWorkspace& ws, std::span<const Ba
       }
     }
     be.GroupedMatMul(qkv, a.data(), R);
-    be.NormRope(q.data(), lw.q_norm, d_pos, R, nq, hd, eps, inv_freq);
+    NormRopeArgs qkv_norm;  // q_norm and RoPE of q (and k, and v's norm): one op
+    qkv_norm.positions = d_pos;
+    qkv_norm.T = R, qkv_norm.D = hd, qkv_norm.eps = eps, qkv_norm.inv_freq = inv_freq;
+    qkv_norm.Add(q.data(), &lw.q_norm, nq, /*rope=*/true);
+    // A decode item's cache write (one row) is taken before the norms, so that with a single
+    // item the norm op stores k and v itself (NormRopeArgs::kv); a store issues nothing but
+    // the write for one row (kv_store.h). Other items write after the norms.
+    std::vector<KvWriteArgs> taken;
+    const KvWriter take = [&taken](const KvWriteArgs& w) { taken.push_back(w); };
+    auto decode_item = [&](size_t b) {
+      return items[b].cache != nullptr && row_begin[b + 1] - row_begin[b] == 1;
+    };
     if (!l.kv_shared()) {
-      Buffer<float>& k = *k_buf;
-      Buffer<float>& v = *v_buf;
       if (!l.has_v_proj) {  // attention_k_eq_v: V is the raw K projection, before k_norm and RoPE
-        G4_RETURN_IF_ERROR(mem.Copy(v.data(), k.data(), k.bytes()));
+        G4_RETURN_IF_ERROR(mem.Copy(v_buf->data(), k_buf->data(), k_buf->bytes()));
       }
-      be.NormRope(k.data(), lw.k_norm, d_pos, R, nkv, hd, eps, inv_freq);
-      be.RmsNorm(v.data(), TensorView{}, R * nkv, hd, eps, v.data());  // no weight
+      qkv_norm.Add(k_buf->data(), &lw.k_norm, nkv, /*rope=*/true)
+          .Add(v_buf->data(), nullptr, nkv, /*rope=*/false);  // v: no weight, no rotation
       std::vector<KvView>& own = views[static_cast<size_t>(l.index)];
       own.resize(B);
       for (size_t b = 0; b < B; ++b) {
+        if (!decode_item(b)) continue;
+        const int64_t r0 = row_begin[b];
+        G4_ASSIGN_OR_RETURN(own[b], items[b].cache->Write(take, l.index,
+                                                          k_buf->data() + r0 * nkv * hd,
+                                                          v_buf->data() + r0 * nkv * hd,
+                                                          d_pos + r0, 1));
+      }
+      if (taken.size() == 1 && taken[0].C == R) qkv_norm.kv = &taken[0];
+    }
+    be.NormRope(qkv_norm);
+    if (qkv_norm.kv == nullptr) {
+      for (const KvWriteArgs& w : taken) be.KvWrite(w);
+    }
+    if (!l.kv_shared()) {
+      Buffer<float>& k = *k_buf;
+      Buffer<float>& v = *v_buf;
+      std::vector<KvView>& own = views[static_cast<size_t>(l.index)];
+      for (size_t b = 0; b < B; ++b) {
+        if (decode_item(b)) continue;
         const int64_t r0 = row_begin[b], T = row_begin[b + 1] - r0;
         const float* kb = k.data() + r0 * nkv * hd;
         const float* vb = v.data() + r0 * nkv * hd;
@@ -329,8 +361,7 @@ Status Gemma4Model::RunOps(Backend& be, ForwardWorkspace& ws, std::span<const Ba
       args.out = attn.data() + r0 * nq * hd;
       be.Attention(args);
     }
-    be.MatMul(lw.o_proj, attn.data(), R, o.data());
-    residual(lw.post_attn_norm, 1.0f, &lw.pre_ff_norm);
+    residual(lw.o_proj, attn.data(), lw.post_attn_norm, 1.0f, &lw.pre_ff_norm);
 
     // MLP block: h += post_ff_norm(down(gelu(gate(x)) * up(x))), x = pre_ff_norm(h) = a
     G4_RETURN_IF_ERROR(gate.Allocate(rows(R * I)));                 // gate, up: [R, I]
@@ -343,11 +374,10 @@ Status Gemma4Model::RunOps(Backend& be, ForwardWorkspace& ws, std::span<const Ba
     gate_up.count = 2;
     gate_up.gelu_gate = true;  // gate = gelu(gate) * up; up is scratch
     be.GroupedMatMul(gate_up, a.data(), R);
-    be.MatMul(lw.down_proj, gate.data(), R, o.data());
     if (P > 0) {
-      residual(lw.post_ff_norm, 1.0f, nullptr);
+      residual(lw.down_proj, gate.data(), lw.post_ff_norm, 1.0f, nullptr);
     } else {
-      residual(lw.post_ff_norm, layer_scale, next_input_norm);
+      residual(lw.down_proj, gate.data(), lw.post_ff_norm, layer_scale, next_input_norm);
     }
 
     // PLE injection: h += post_ple_norm(ple_proj(gelu(ple_gate(h)) * ple[:, i, :]))
@@ -360,8 +390,7 @@ Status Gemma4Model::RunOps(Backend& be, ForwardWorkspace& ws, std::span<const Ba
       ple_gate.gelu_up = ple.data() + l.index * P;
       ple_gate.gelu_up_stride = L * P;
       be.GroupedMatMul(ple_gate, h.data(), R);
-      be.MatMul(lw.ple_proj, g.data(), R, o.data());
-      residual(lw.ple_norm, layer_scale, next_input_norm);
+      residual(lw.ple_proj, g.data(), lw.ple_norm, layer_scale, next_input_norm);
     }
     if (trace) G4_RETURN_IF_ERROR(record_hidden());
   }

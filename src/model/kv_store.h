@@ -53,7 +53,9 @@ class KvStore {
   // same positions, in memory()) through `write`, and returns everything the chunk's queries
   // may need: the earlier cached entries plus the chunk itself. Valid until the next Write of
   // this layer. KV-shared layers reuse their donor's view and never call this. For C == 1
-  // Write issues only `write` calls with the same arguments each step (recordable).
+  // Write issues nothing but `write` calls, with the same arguments each step (recordable), so
+  // a caller may take them before k and v are final and issue them after (the forward pass
+  // folds a decode step's write into the norm op that finishes k and v).
   virtual StatusOr<KvView> Write(const KvWriter& write, int layer, const float* k, const float* v,
                                  const int32_t* dev_pos, int64_t C) = 0;
   // Changes (to a value never used before, by any store) whenever a buffer a view points to

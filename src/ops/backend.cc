@@ -13,10 +13,11 @@ namespace {
 // ref and CPU kernels gain nothing from one call.
 template <MatMulFn kMatMul, GeluMulFn kGeluMul>
 void MatMulEach(ThreadPool& pool, const MatMulGroup& g, const float* x, int64_t T) {
-  for (int i = 0; i < g.count; ++i) kMatMul(pool, *g.w[i], x, T, g.y[i]);
-  const int64_t N = g.w[0]->dim(0);
-  if (g.gelu_gate) kGeluMul(pool, g.y[0], g.y[1], 1, T * N, T * N, g.y[0]);
-  if (g.gelu_up) kGeluMul(pool, g.y[0], g.gelu_up, T, N, g.gelu_up_stride, g.y[0]);
+  GroupedMatMulParts(
+      g, T, [&](const TensorView& w, float* y) { kMatMul(pool, w, x, T, y); },
+      [&](const float* gate, const float* up, int64_t R, int64_t n, int64_t stride, float* out) {
+        kGeluMul(pool, gate, up, R, n, stride, out);
+      });
 }
 
 OpTable MakeRefTable() {
@@ -37,11 +38,25 @@ OpTable MakeRefTable() {
   return t;
 }
 
-// The CPU's NormRope: the SIMD RmsNorm, then the ref Rope (as the CPU table's rope).
-void CpuNormRope(ThreadPool& pool, float* x, const TensorView& w, const int32_t* positions,
-                 int64_t T, int64_t H, int64_t D, float eps, const float* inv_freq) {
-  cpu::RmsNorm(pool, x, w, T * H, D, eps, x);
-  if (inv_freq != nullptr) ref::Rope(pool, x, positions, T, H, D, inv_freq);
+// The CPU's NormRope: per part the SIMD RmsNorm, then the ref Rope (as the CPU table's rope),
+// then the KV write (the CPU table's, a plain copy).
+void CpuNormRope(ThreadPool& pool, const NormRopeArgs& a) {
+  NormRopeEach(
+      a,
+      [&](float* x, const TensorView& w, int64_t R) {
+        cpu::RmsNorm(pool, x, w, R, a.D, a.eps, x);
+      },
+      [&](float* x, int64_t H) { ref::Rope(pool, x, a.positions, a.T, H, a.D, a.inv_freq); },
+      [&](const KvWriteArgs& kv) { ref::KvWrite(pool, kv); });
+}
+
+// The CPU's ResidualNorm: the projection (if any) on the CPU MatMul, then the SIMD kernel.
+void CpuResidualNorm(ThreadPool& pool, const ResidualNormArgs& a) {
+  ResidualNormParts(
+      a, [&](const TensorView& w, const float* x, int64_t T, float* y) {
+        cpu::MatMul(pool, w, x, T, y);
+      },
+      [&](const ResidualNormArgs& n) { cpu::ResidualNorm(pool, n); });
 }
 
 OpTable MakeCpuTable() {
@@ -55,7 +70,7 @@ OpTable MakeCpuTable() {
   t.embed = cpu::Embed;
   t.add = cpu::Add;
   t.scale = cpu::Scale;
-  t.residual_norm = cpu::ResidualNorm;
+  t.residual_norm = CpuResidualNorm;
   t.norm_rope = CpuNormRope;
   return t;
 }

@@ -33,4 +33,16 @@ struct MatMulGroup {
 };
 using GroupedMatMulFn = void (*)(ThreadPool& pool, const MatMulGroup& g, const float* x,
                                  int64_t T);
+
+// A group decomposed into its parts, for a backend (or a path) that gains nothing from one call:
+// matmul(w, y) for each weight, then gelu_rows(gate, up, R, n, up_stride, out) (ops/gelu.h) for
+// a gelu_gate or gelu_up group. T: the rows of x, as in GroupedMatMul.
+template <class MatMulPart, class GeluRows>
+void GroupedMatMulParts(const MatMulGroup& g, int64_t T, MatMulPart&& matmul,
+                        GeluRows&& gelu_rows) {
+  for (int i = 0; i < g.count; ++i) matmul(*g.w[i], g.y[i]);
+  const int64_t N = g.w[0]->dim(0);
+  if (g.gelu_gate) gelu_rows(g.y[0], g.y[1], int64_t{1}, T * N, T * N, g.y[0]);
+  if (g.gelu_up != nullptr) gelu_rows(g.y[0], g.gelu_up, T, N, g.gelu_up_stride, g.y[0]);
+}
 }  // namespace g4

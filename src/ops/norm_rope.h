@@ -1,19 +1,63 @@
-// NormRope: Gemma 4's per-head query/key normalization followed by RoPE, as one op, in place:
-//   x[t, h] = Rope(RmsNorm(x[t, h]) * w, positions[t], inv_freq)
-// RmsNorm as ops/rms_norm.h over each head's D values (w: [D], empty: no weight); Rope as
-// ops/rope.h (NeoX half split, angles in f64; inv_freq == nullptr: no rotation, the norm only).
-// One op instead of two because a device runs each op as its own launch (a recorded decode
-// step is a chain of them) while both need only the head's D values.
-// x: [T, H, D] f32; positions: [T]; inv_freq: [D/2] or nullptr.
+// NormRope: Gemma 4's per-head query/key/value normalization, with RoPE on q and k, as one op,
+// in place. For each part p < count, x = parts[p].x: [T, H_p, D]:
+//   x[t, h] = Rope(RmsNorm(x[t, h]) * w_p, positions[t], inv_freq)   (rope and inv_freq set)
+//   x[t, h] = RmsNorm(x[t, h]) * w_p                                  (otherwise)
+// RmsNorm as ops/rms_norm.h over each head's D values (w_p: [D], null or empty: no weight);
+// Rope as ops/rope.h (NeoX half split, angles in f64). A layer's q, k and v (v: no weight, no
+// rotation) are one op because a device runs each op as its own launch (a recorded decode step
+// is a chain of them) while every head needs only its own D values. Parts must not overlap.
+// With kv, the op also stores a layer's k and v (parts 1 and 2), once final, into a KV cache as
+// KvWrite(*kv) does (ops/kv_write.h): at decode the cache write is part of the same launch.
 #pragma once
 
 #include <cstdint>
 
 #include "core/tensor.h"
 #include "core/thread_pool.h"
+#include "ops/kv_write.h"
 
 namespace g4 {
-using NormRopeFn = void (*)(ThreadPool& pool, float* x, const TensorView& w,
-                            const int32_t* positions, int64_t T, int64_t H, int64_t D, float eps,
-                            const float* inv_freq);
+
+struct NormRopePart {
+  float* x = nullptr;             // [T, H, D]
+  const TensorView* w = nullptr;  // [D]; null or empty: no weight
+  int64_t H = 0;
+  bool rope = true;               // false: the norm only
+};
+
+inline constexpr int kMaxNormRopeParts = 3;
+
+struct NormRopeArgs {
+  NormRopePart parts[kMaxNormRopeParts];
+  int count = 0;
+  const int32_t* positions = nullptr;  // [T] absolute positions
+  int64_t T = 0, D = 0;
+  float eps = 0.0f;
+  const float* inv_freq = nullptr;     // [D/2]; nullptr: no part rotates
+  // Optional: KvWrite of parts[1] (k) and parts[2] (v) after the norms: kv->k == parts[1].x,
+  // kv->v == parts[2].x, kv->C == T, kv->row == H * D of both.
+  const KvWriteArgs* kv = nullptr;
+
+  // Appends a part; returns *this so a layer's parts read as one expression.
+  NormRopeArgs& Add(float* x, const TensorView* w, int64_t H, bool rope) {
+    parts[count++] = NormRopePart{x, w, H, rope};
+    return *this;
+  }
+};
+
+using NormRopeFn = void (*)(ThreadPool& pool, const NormRopeArgs& args);
+
+// The op as its steps, for a backend without a fused kernel: norm(x, w, rows) in place for
+// each part (w empty: no weight; rows = T * H), then rotate(x, H) where the part rotates, then
+// kv_write(*kv) when there is one.
+template <class Norm, class Rotate, class Write>
+void NormRopeEach(const NormRopeArgs& a, Norm&& norm, Rotate&& rotate, Write&& kv_write) {
+  for (int p = 0; p < a.count; ++p) {
+    const NormRopePart& part = a.parts[p];
+    norm(part.x, part.w != nullptr ? *part.w : TensorView{}, a.T * part.H);
+    if (part.rope && a.inv_freq != nullptr) rotate(part.x, part.H);
+  }
+  if (a.kv != nullptr) kv_write(*a.kv);
+}
+
 }  // namespace g4

@@ -188,10 +188,7 @@ TEST_P(AttentionTest, MatchesRef) {
 INSTANTIATE_TEST_SUITE_P(PoolsTargets, AttentionTest,
                          ::testing::Combine(::testing::Values(1, 3),
                                             ::testing::ValuesIn(testing::Targets())),
-                         [](const auto& info) {
-                           return "threads" + std::to_string(std::get<0>(info.param)) + "_" +
-                                  std::get<1>(info.param);
-                         });
+                         testing::ParamNames());
 
 // Decode against a long cache at Gemma 4 head sizes: many keys per softmax.
 TEST(AttentionLong, DecodeOverLongCache) {

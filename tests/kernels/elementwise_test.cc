@@ -69,10 +69,7 @@ TEST_P(ElementwiseTest, ScaleMatchesRefExactly) {
 INSTANTIATE_TEST_SUITE_P(PoolsTargets, ElementwiseTest,
                          ::testing::Combine(::testing::Values(1, 3),
                                             ::testing::ValuesIn(testing::Targets())),
-                         [](const auto& info) {
-                           return "threads" + std::to_string(std::get<0>(info.param)) + "_" +
-                                  std::get<1>(info.param);
-                         });
+                         testing::ParamNames());
 
 }  // namespace
 }  // namespace g4

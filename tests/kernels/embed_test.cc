@@ -60,11 +60,7 @@ INSTANTIATE_TEST_SUITE_P(DTypesPoolsTargets, EmbedTest,
                          ::testing::Combine(::testing::ValuesIn(testing::kFloatDTypes),
                                             ::testing::Values(1, 3),
                                             ::testing::ValuesIn(testing::Targets())),
-                         [](const auto& info) {
-                           return std::string(DTypeName(std::get<0>(info.param))) + "_threads" +
-                                  std::to_string(std::get<1>(info.param)) + "_" +
-                                  std::get<2>(info.param);
-                         });
+                         testing::ParamNames());
 
 // GGUF block tables (token_embd / per_layer_token_embd are Q6_K in Google's QAT GGUFs; Q8_0 and
 // Q4_0 in community files): every kind, rows of 1 and several blocks, boundary and repeated ids,
@@ -108,9 +104,7 @@ TEST_P(GgufEmbedTest, MatchesRefExactly) {
 INSTANTIATE_TEST_SUITE_P(KindsTargets, GgufEmbedTest,
                          ::testing::Combine(::testing::ValuesIn(testing::kGgufKinds),
                                             ::testing::ValuesIn(testing::Targets())),
-                         [](const auto& info) {
-                           return std::string(QuantKindName(std::get<0>(info.param))) + "_" + std::get<1>(info.param);
-                         });
+                         testing::ParamNames());
 
 }  // namespace
 }  // namespace g4

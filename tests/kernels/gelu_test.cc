@@ -112,10 +112,7 @@ TEST_P(GeluTest, StridedRowsMatchRef) {
 INSTANTIATE_TEST_SUITE_P(PoolsTargets, GeluTest,
                          ::testing::Combine(::testing::Values(1, 3),
                                             ::testing::ValuesIn(testing::Targets())),
-                         [](const auto& info) {
-                           return "threads" + std::to_string(std::get<0>(info.param)) + "_" +
-                                  std::get<1>(info.param);
-                         });
+                         testing::ParamNames());
 
 // In the ordinary range |x| <= 3 the result is within 1e-6 relative of the f64 tanh form.
 TEST(GeluAccuracy, WithinOnePpmForModerateInputs) {

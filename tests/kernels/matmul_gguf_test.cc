@@ -105,17 +105,13 @@ TEST_P(GgufMatMulWidthsTest, MatchesRefAtModelWidths) {
 INSTANTIATE_TEST_SUITE_P(KindsTargets, GgufMatMulWidthsTest,
                          ::testing::Combine(::testing::ValuesIn(testing::kGgufKinds),
                                             ::testing::ValuesIn(testing::Targets())),
-                         [](const auto& info) {
-                           return std::string(QuantKindName(std::get<0>(info.param))) + "_" + std::get<1>(info.param);
-                         });
+                         testing::ParamNames());
 
 INSTANTIATE_TEST_SUITE_P(KindsPoolsTargets, GgufMatMulTest,
-                         ::testing::Combine(::testing::ValuesIn(testing::kGgufKinds), ::testing::Values(1, 3),
+                         ::testing::Combine(::testing::ValuesIn(testing::kGgufKinds),
+                                            ::testing::Values(1, 3),
                                             ::testing::ValuesIn(testing::Targets())),
-                         [](const auto& info) {
-                           return std::string(QuantKindName(std::get<0>(info.param))) + "_threads" +
-                                  std::to_string(std::get<1>(info.param)) + "_" + std::get<2>(info.param);
-                         });
+                         testing::ParamNames());
 
 // Block order and nibble order on every target, decode and prefill: a Q4_0 row of 3 blocks with
 // d = 1, 2, 4 and q = (j + b) mod 16 - 8; with x = e_k, y = d * q exactly.

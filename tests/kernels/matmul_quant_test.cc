@@ -159,11 +159,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values(QuantKind::kInt4Group, QuantKind::kInt8Group),
                        ::testing::ValuesIn(testing::kFloatDTypes), ::testing::Values(1, 3),
                        ::testing::ValuesIn(testing::Targets())),
-    [](const auto& info) {
-      return std::string(QuantKindName(std::get<0>(info.param))) + "_" +
-             DTypeName(std::get<1>(info.param)) + "_threads" +
-             std::to_string(std::get<2>(info.param)) + "_" + std::get<3>(info.param);
-    });
+    testing::ParamNames());
 
 // The compressed-tensors nibble order (formats.md §1.3 worked example): the signed row
 // [0,1,2,3,4,5,6,7] packs to the int32 word 0xFEDCBA98 and [-8,-7,-1,0,1,2,6,7] to 0xFEA98710.

@@ -118,11 +118,7 @@ INSTANTIATE_TEST_SUITE_P(DTypesPoolsTargets, MatMulTest,
                          ::testing::Combine(::testing::ValuesIn(testing::kFloatDTypes),
                                             ::testing::Values(1, 3),
                                             ::testing::ValuesIn(testing::Targets())),
-                         [](const auto& info) {
-                           return std::string(DTypeName(std::get<0>(info.param))) + "_threads" +
-                                  std::to_string(std::get<1>(info.param)) + "_" +
-                                  std::get<2>(info.param);
-                         });
+                         testing::ParamNames());
 
 // The tolerance is tight: a result off by 3e-5 of its scale in one element is rejected, while the
 // kernel itself stays far below 1e-5.

@@ -6,6 +6,8 @@
 // per-element relative error would judge rounding of the addends, not the kernel); out is
 // judged against the ref's RmsNorm of the kernel's h. The CPU
 // kernel's terms carry RmsNorm's ~3e-6 at worst (rms_norm_test.cc); tolerance 1e-5.
+// With a projection in front (proj): the ref op is ref::MatMul then the norm, the CPU table's
+// is the CPU MatMul then the CPU kernel.
 
 #include <algorithm>
 #include <cmath>
@@ -19,6 +21,7 @@
 #include "kernels/cpu/kernels.h"
 #include "kernels/ref/kernels.h"
 #include "kernels/test_util.h"
+#include "ops/backend.h"
 
 namespace g4 {
 namespace {
@@ -71,30 +74,26 @@ Result RunOp(Fn fn, ThreadPool& pool, const Inputs& in, int64_t R, int64_t D, fl
   return {h.ToVector(R * D), with_out ? out.ToVector(R * D) : std::vector<float>{}};
 }
 
-std::optional<DType> WeightType(int i) {
-  return i < 0 ? std::nullopt : std::optional<DType>(testing::kFloatDTypes[i]);
-}
-
-class ResidualNormTest : public ::testing::TestWithParam<std::tuple<int, int, std::string>> {};
+class ResidualNormTest
+    : public ::testing::TestWithParam<std::tuple<std::optional<DType>, int, std::string>> {};
 
 TEST_P(ResidualNormTest, MatchesRef) {
-  const auto [w_index, threads, target] = GetParam();
+  const auto [w_type, threads, target] = GetParam();
   const testing::ScopedTarget scoped_target(target);
   ASSERT_TRUE(scoped_target.ok()) << target;
   ThreadPool pool(threads);
   uint32_t seed = 10;
   for (int64_t D : {1, 7, 31, 256, 1537}) {
     for (int64_t R : {1, 3, 40}) {
-      for (int next_index = -1; next_index < 3; ++next_index) {
+      for (const std::optional<DType>& next_type : testing::kNormWeights) {
         for (bool misalign : {false, true}) {
           for (float scale : {1.0f, 0.37f}) {
             SCOPED_TRACE("D=" + std::to_string(D) + " R=" + std::to_string(R) + " next=" +
-                         std::to_string(next_index) + " misalign=" + std::to_string(misalign) +
+                         testing::ParamPart(next_type) + " misalign=" + std::to_string(misalign) +
                          " scale=" + std::to_string(scale));
-            const Inputs in =
-                MakeInputs(WeightType(w_index), WeightType(next_index), R, D, misalign, seed += 4);
+            const Inputs in = MakeInputs(w_type, next_type, R, D, misalign, seed += 4);
             // R == 3 without next_w: no second norm; otherwise also a second norm without weight
-            const bool with_out = next_index != -1 || R != 3;
+            const bool with_out = next_type.has_value() || R != 3;
             const Result c = RunOp(cpu::ResidualNorm, pool, in, R, D, scale, with_out, misalign);
             const Result r = RunOp(ref::ResidualNorm, pool, in, R, D, scale, with_out, misalign);
             ASSERT_LE(MaxRowError(c.h, r.h, D, in.h, scale), kTol);
@@ -113,15 +112,10 @@ TEST_P(ResidualNormTest, MatchesRef) {
 }
 
 INSTANTIATE_TEST_SUITE_P(WeightsPoolsTargets, ResidualNormTest,
-                         ::testing::Combine(::testing::Values(-1, 0, 1, 2), ::testing::Values(1, 3),
+                         ::testing::Combine(::testing::ValuesIn(testing::kNormWeights),
+                                            ::testing::Values(1, 3),
                                             ::testing::ValuesIn(testing::Targets())),
-                         [](const auto& info) {
-                           const int w = std::get<0>(info.param);
-                           return std::string(w < 0 ? "NoWeight"
-                                                    : DTypeName(testing::kFloatDTypes[w])) +
-                                  "_threads" + std::to_string(std::get<1>(info.param)) + "_" +
-                                  std::get<2>(info.param);
-                         });
+                         testing::ParamNames());
 
 // The ref against the formula in f64, element by element.
 TEST(ResidualNormRef, IsTheFormula) {
@@ -159,6 +153,47 @@ TEST(ResidualNormComparator, CatchesSmallErrors) {
   for (int64_t d = D; d < 2 * D; ++d) row_max = std::max(row_max, std::fabs(double{r.out[d]}));
   c.out[300] += static_cast<float>(2 * kTol * row_max);
   EXPECT_GT(MaxRowError(c.out, r.out, D), kTol);
+}
+
+// proj: x = proj_in @ proj^T is written first, then the norm runs on it; the ref op against
+// ref::MatMul then ref::ResidualNorm (bit for bit), the CPU table's op against the ref op.
+TEST(ResidualNormProjection, IsMatMulThenTheNorm) {
+  ThreadPool pool(3);
+  const ResidualNormFn cpu_op = GetOpTable(BackendKind::kCpu).residual_norm;
+  ASSERT_NE(cpu_op, nullptr);
+  const int64_t R = 3, D = 37, K = 29;
+  const StoredTensor proj(RandomFloats(D * K, 5), DType::kBF16, {D, K}, false);
+  const StoredTensor w(RandomFloats(D, 6, -0.5f, 2.0f), DType::kF32, {D}, false);
+  const std::vector<float> in = RandomFloats(R * K, 7), h0 = RandomFloats(R * D, 8);
+  struct Run {
+    std::vector<float> x, h, out;
+  };
+  auto run = [&](ResidualNormFn fn, bool with_proj, const std::vector<float>& x0) {
+    Run r{x0, h0, std::vector<float>(h0.size(), -7.0f)};
+    ResidualNormArgs a;
+    a.x = r.x.data();
+    a.w = &w.view();
+    a.h = r.h.data();
+    a.scale = 0.5f;
+    a.next_w = &w.view();
+    a.out = r.out.data();
+    a.R = R, a.D = D, a.eps = 1e-6f;
+    if (with_proj) a.proj = &proj.view(), a.proj_in = in.data();
+    fn(pool, a);
+    return r;
+  };
+  const std::vector<float> unset(static_cast<size_t>(R * D), -7.0f);
+  std::vector<float> y(unset.size());
+  ref::MatMul(pool, proj.view(), in.data(), R, y.data());
+  const Run parts = run(ref::ResidualNorm, false, y);
+  const Run ref_op = run(ref::ResidualNorm, true, unset);
+  EXPECT_EQ(ref_op.x, y);
+  EXPECT_EQ(ref_op.h, parts.h);
+  EXPECT_EQ(ref_op.out, parts.out);
+  const Run cpu = run(cpu_op, true, unset);
+  EXPECT_LE(MaxRowError(cpu.x, ref_op.x, D), 1e-5);
+  EXPECT_LE(MaxRowError(cpu.h, ref_op.h, D, h0, 0.5f), 1e-4);
+  EXPECT_LE(MaxRowError(cpu.out, ref_op.out, D), 1e-4);
 }
 
 }  // namespace

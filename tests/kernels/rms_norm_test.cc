@@ -61,14 +61,13 @@ Case RunRmsNorm(ThreadPool& pool, std::optional<DType> wtype, int64_t R, int64_t
   return {y.ToVector(R * D), ref};
 }
 
-class RmsNormTest : public ::testing::TestWithParam<std::tuple<int, int, std::string>> {};
+class RmsNormTest
+    : public ::testing::TestWithParam<std::tuple<std::optional<DType>, int, std::string>> {};
 
 TEST_P(RmsNormTest, MatchesRef) {
-  const auto [wtype_index, threads, target] = GetParam();
+  const auto [wtype, threads, target] = GetParam();
   const testing::ScopedTarget scoped_target(target);
   ASSERT_TRUE(scoped_target.ok()) << target;
-  const std::optional<DType> wtype =
-      wtype_index < 0 ? std::nullopt : std::optional<DType>(testing::kFloatDTypes[wtype_index]);
   ThreadPool pool(threads);
   uint32_t seed = 10;
   for (int64_t D : {1, 7, 16, 31, 256, 1000, 1536, 2049}) {
@@ -87,15 +86,10 @@ TEST_P(RmsNormTest, MatchesRef) {
 }
 
 INSTANTIATE_TEST_SUITE_P(WeightsPoolsTargets, RmsNormTest,
-                         ::testing::Combine(::testing::Values(-1, 0, 1, 2), ::testing::Values(1, 3),
+                         ::testing::Combine(::testing::ValuesIn(testing::kNormWeights),
+                                            ::testing::Values(1, 3),
                                             ::testing::ValuesIn(testing::Targets())),
-                         [](const auto& info) {
-                           const int w = std::get<0>(info.param);
-                           return std::string(w < 0 ? "NoWeight"
-                                                    : DTypeName(testing::kFloatDTypes[w])) +
-                                  "_threads" + std::to_string(std::get<1>(info.param)) + "_" +
-                                  std::get<2>(info.param);
-                         });
+                         testing::ParamNames());
 
 // Plain w: a zero weight gives zero output (1 + w would pass x through normalized).
 TEST(RmsNormExact, ZeroWeightGivesZero) {

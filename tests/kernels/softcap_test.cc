@@ -74,10 +74,7 @@ TEST_P(SoftcapTest, MatchesRef) {
 INSTANTIATE_TEST_SUITE_P(PoolsTargets, SoftcapTest,
                          ::testing::Combine(::testing::Values(1, 3),
                                             ::testing::ValuesIn(testing::Targets())),
-                         [](const auto& info) {
-                           return "threads" + std::to_string(std::get<0>(info.param)) + "_" +
-                                  std::get<1>(info.param);
-                         });
+                         testing::ParamNames());
 
 TEST(SoftcapComparator, CatchesSmallErrors) {
   ThreadPool pool(1);

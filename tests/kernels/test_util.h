@@ -8,17 +8,45 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/dtype.h"
 #include "core/tensor.h"
+#include "gtest/gtest.h"
 #include "kernels/cpu/kernels.h"
 
 namespace g4::testing {
 
 inline constexpr DType kFloatDTypes[] = {DType::kF32, DType::kBF16, DType::kF16};
+// A norm's weight cases: none, then each float dtype.
+inline const std::optional<DType> kNormWeights[] = {std::nullopt, DType::kF32, DType::kBF16,
+                                                    DType::kF16};
+
+// One element of a parameterized test's name: a dtype or quantization kind by its name, a norm
+// weight ("NoWeight" when none), a pool size ("threads3"), a SIMD target as is.
+inline std::string ParamPart(DType t) { return DTypeName(t); }
+inline std::string ParamPart(QuantKind k) { return QuantKindName(k); }
+inline std::string ParamPart(const std::optional<DType>& w) {
+  return w ? DTypeName(*w) : "NoWeight";
+}
+inline std::string ParamPart(int threads) { return "threads" + std::to_string(threads); }
+inline std::string ParamPart(const std::string& target) { return target; }
+
+// The name generator of the suites parameterized by a tuple of the above: its parts joined by
+// '_' ("BF16_threads3_AVX2").
+struct ParamNames {
+  template <class... A>
+  std::string operator()(const ::testing::TestParamInfo<std::tuple<A...>>& info) const {
+    std::string name;
+    auto add = [&](const auto& part) { name += (name.empty() ? "" : "_") + ParamPart(part); };
+    std::apply([&](const auto&... parts) { (add(parts), ...); }, info.param);
+    return name;
+  }
+};
 
 // n values uniform in [lo, hi), deterministic for a seed.
 inline std::vector<float> RandomFloats(int64_t n, uint32_t seed, float lo = -1.0f,

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <string>
 
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/load.cuh"
 
 namespace g4::cuda {
@@ -31,11 +32,50 @@ struct AttnParams {
   float* part_m;     // [splits, n_kv * rows_total] running max (-inf: saw nothing)
   float* part_l;     // [splits, n_kv * rows_total] softmax denominator
   float* part_acc;   // [splits, n_kv * rows_total, hd] unnormalized output
+  // [n_kv, row tiles], zero between launches: with splits > 1 the last split of a tile to finish
+  // merges its rows (CombineRow) and resets its counter; nullptr: AttnCombineKernel merges.
+  unsigned* counters;
 };
+
+// Merges the key splits of row gi (kv head * rows_total + row) in one warp: out = sum_s acc_s
+// e^(m_s - M) / sum_s l_s e^(m_s - M) with M the largest m_s over splits that saw a key; zeros
+// when none did. The partial states are read through L2 (__ldcg): other blocks wrote them.
+__device__ __forceinline__ void CombineRow(const AttnParams& p, int64_t gi, int lane) {
+  const int64_t rows = p.n_kv * p.rows_total;
+  const int64_t kvh = gi / p.rows_total, row = gi % p.rows_total;
+  const int64_t t = row / p.group, h = kvh * p.group + row % p.group;
+  float M = -INFINITY;
+  for (int s = 0; s < p.splits; ++s) {
+    if (__ldcg(p.part_l + s * rows + gi) > 0.0f) M = fmaxf(M, __ldcg(p.part_m + s * rows + gi));
+  }
+  float L = 0.0f;
+  if (M != -INFINITY) {
+    for (int s = 0; s < p.splits; ++s) {
+      const float ls = __ldcg(p.part_l + s * rows + gi);
+      if (ls > 0.0f) L += ls * expf(__ldcg(p.part_m + s * rows + gi) - M);
+    }
+  }
+  float* o = p.out + (t * p.n_heads + h) * p.hd;
+  for (int64_t d = lane; d < p.hd; d += 32) {
+    float v = 0.0f;
+    if (L > 0.0f) {
+      for (int s = 0; s < p.splits; ++s) {
+        const float ls = __ldcg(p.part_l + s * rows + gi);
+        if (ls > 0.0f) {
+          v += __ldcg(p.part_acc + (s * rows + gi) * p.hd + d) *
+               expf(__ldcg(p.part_m + s * rows + gi) - M);
+        }
+      }
+      v /= L;
+    }
+    o[d] = v;
+  }
+}
 
 // kPerLane: head_dim / 32 upper bound (registers are indexed statically; lanes skip i >= hd/32).
 template <int kPerLane, int kRows>
 __global__ void __launch_bounds__(kAttentionWarps * 32) AttnKernel(AttnParams p) {
+  GridDependency();
   extern __shared__ __align__(16) float smem[];
   const int hd = static_cast<int>(p.hd), per_lane = hd / 32, bc = p.bc;
   float* ks = smem;              // [bc, hd]
@@ -159,40 +199,30 @@ __global__ void __launch_bounds__(kAttentionWarps * 32) AttnKernel(AttnParams p)
       }
     }
   }
+  if (p.splits == 1 || p.counters == nullptr) return;  // uniform over the grid
+  // The tile's last split to finish merges its rows: every thread's partial writes are fenced
+  // before the block counts itself, and the merging block fences again before it reads.
+  __threadfence();
+  __syncthreads();  // every warp's partials written and fenced before thread 0 counts the block
+  unsigned* counter = p.counters + kvh * gridDim.x + blockIdx.x;
+  if (!__syncthreads_or(threadIdx.x == 0 &&
+                        atomicAdd(counter, 1u) == static_cast<unsigned>(p.splits) - 1)) {
+    return;
+  }
+  __threadfence();
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    if (row0 + r < p.rows_total) CombineRow(p, kvh * p.rows_total + row0 + r, lane);
+  }
+  if (threadIdx.x == 0) *counter = 0;
 }
 
-// Merges the key splits of one row per warp: out = sum_s acc_s e^(m_s - M) / sum_s l_s e^(m_s - M)
-// with M the largest m_s over splits that saw a key; zeros when none did.
+// One warp per row (CombineRow), after the split kernel.
 __global__ void AttnCombineKernel(AttnParams p) {
-  const int lane = threadIdx.x % 32;
-  const int64_t rows = p.n_kv * p.rows_total;
+  GridDependency();
   const int64_t gi = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
-  if (gi >= rows) return;
-  const int64_t kvh = gi / p.rows_total, row = gi % p.rows_total;
-  const int64_t t = row / p.group, h = kvh * p.group + row % p.group;
-  float M = -INFINITY;
-  for (int s = 0; s < p.splits; ++s) {
-    if (p.part_l[s * rows + gi] > 0.0f) M = fmaxf(M, p.part_m[s * rows + gi]);
-  }
-  float L = 0.0f;
-  if (M != -INFINITY) {
-    for (int s = 0; s < p.splits; ++s) {
-      const float ls = p.part_l[s * rows + gi];
-      if (ls > 0.0f) L += ls * expf(p.part_m[s * rows + gi] - M);
-    }
-  }
-  float* o = p.out + (t * p.n_heads + h) * p.hd;
-  for (int64_t d = lane; d < p.hd; d += 32) {
-    float v = 0.0f;
-    if (L > 0.0f) {
-      for (int s = 0; s < p.splits; ++s) {
-        const float ls = p.part_l[s * rows + gi];
-        if (ls > 0.0f) v += p.part_acc[(s * rows + gi) * p.hd + d] * expf(p.part_m[s * rows + gi] - M);
-      }
-      v /= L;
-    }
-    o[d] = v;
-  }
+  if (gi >= p.n_kv * p.rows_total) return;
+  CombineRow(p, gi, static_cast<int>(threadIdx.x % 32));
 }
 
 Status CheckArgs(const AttentionArgs& a) {
@@ -224,14 +254,15 @@ Status Launch(const AttnParams& p, const AttentionPlan& plan, int64_t row_tiles,
   }
   const dim3 grid(static_cast<unsigned>(row_tiles), static_cast<unsigned>(p.n_kv),
                   static_cast<unsigned>(p.splits));
-  kernel<<<grid, kAttentionWarps * 32, static_cast<size_t>(plan.smem_bytes), stream>>>(p);
+  LaunchKernel(kernel, grid, kAttentionWarps * 32, static_cast<size_t>(plan.smem_bytes), stream,
+               p);
   return LaunchStatus("attention launch");
 }
 
 }  // namespace
 
 Status AttentionDeviceWithPlan(const AttentionArgs& a, const AttentionPlan& plan, int splits,
-                               cudaStream_t stream) {
+                               cudaStream_t stream, unsigned* counters, int64_t n_counters) {
   G4_RETURN_IF_ERROR(CheckArgs(a));
   if (plan.head_dim != a.head_dim || plan.warps != kAttentionWarps || plan.bc <= 0 ||
       plan.smem_bytes != AttentionSmemBytes(plan.head_dim, plan.bc, plan.warps,
@@ -290,16 +321,20 @@ Status AttentionDeviceWithPlan(const AttentionArgs& a, const AttentionPlan& plan
     p.part_l = p.part_m + p.splits * rows;
     p.part_acc = p.part_l + p.splits * rows;
   }
+  if (p.splits > 1 && counters != nullptr && row_tiles * a.n_kv_heads <= n_counters) {
+    p.counters = counters;  // the last split of each tile merges: no AttnCombineKernel
+  }
   const Status st = [&]() -> Status {
     if (a.head_dim <= 256) {
       G4_RETURN_IF_ERROR((Launch<8, 4>(p, plan, row_tiles, stream)));
     } else {
       G4_RETURN_IF_ERROR((Launch<16, 2>(p, plan, row_tiles, stream)));
     }
-    if (p.splits == 1) return Status::Ok();
+    if (p.splits == 1 || p.counters != nullptr) return Status::Ok();
     constexpr int kCombineWarps = 4;
-    AttnCombineKernel<<<static_cast<unsigned>((rows + kCombineWarps - 1) / kCombineWarps),
-                        kCombineWarps * 32, 0, stream>>>(p);
+    LaunchKernel(AttnCombineKernel,
+                 static_cast<unsigned>((rows + kCombineWarps - 1) / kCombineWarps),
+                 kCombineWarps * 32, 0, stream, p);
     return LaunchStatus("attention combine launch");
   }();
   if (part != nullptr) {
@@ -311,7 +346,8 @@ Status AttentionDeviceWithPlan(const AttentionArgs& a, const AttentionPlan& plan
   return st;
 }
 
-Status AttentionDevice(const AttentionArgs& a, const DeviceLimits& dev, cudaStream_t stream) {
+Status AttentionDevice(const AttentionArgs& a, const DeviceLimits& dev, cudaStream_t stream,
+                       unsigned* counters, int64_t n_counters) {
   G4_RETURN_IF_ERROR(CheckArgs(a));
   G4_ASSIGN_OR_RETURN(AttentionPlan plan,
                       ChooseAttentionPlan(a.head_dim, dev.smem_optin, dev.smem_default));
@@ -319,7 +355,7 @@ Status AttentionDevice(const AttentionArgs& a, const DeviceLimits& dev, cudaStre
   const int64_t query_blocks =
       (rows_total + plan.rows_per_block() - 1) / plan.rows_per_block() * a.n_kv_heads;
   const int splits = AttentionKeySplits(query_blocks, a.S, plan.bc, dev.sm_count);
-  return AttentionDeviceWithPlan(a, plan, splits, stream);
+  return AttentionDeviceWithPlan(a, plan, splits, stream, counters, n_counters);
 }
 
 }  // namespace g4::cuda

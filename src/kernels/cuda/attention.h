@@ -5,8 +5,9 @@
 // One kernel serves prefill and decode: a block owns a KV head and a tile of query rows (the
 // (position, head) pairs of that KV head's group, so GQA heads share each K/V tile) and walks
 // keys in shared-memory tiles (AttentionPlan, tiles.h). When the query tiles are too few to fill
-// the device (decode), the keys are split across blocks (flash-decoding) and a second kernel
-// merges the partial softmax states.
+// the device (decode), the keys are split across blocks (flash-decoding) and the partial
+// softmax states are merged: by the last split of each tile to finish, given counters, else by
+// a second kernel.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -19,12 +20,17 @@ namespace g4::cuda {
 
 // Plans from `dev` (ChooseAttentionPlan; its refusal is returned before any launch) and picks
 // the key splits from dev.sm_count. Launches on `stream` without synchronizing; a split run
-// allocates its partial states with cudaMallocAsync on the same stream.
-Status AttentionDevice(const AttentionArgs& a, const DeviceLimits& dev, cudaStream_t stream);
+// allocates its partial states with cudaMallocAsync on the same stream. counters: n_counters
+// device counters, zero, used by one launch at a time (every op runs on one stream): with at
+// least n_kv_heads x (query tiles), a split run merges in its last blocks (each resets its
+// counter); otherwise, or when null, a second kernel merges.
+Status AttentionDevice(const AttentionArgs& a, const DeviceLimits& dev, cudaStream_t stream,
+                       unsigned* counters = nullptr, int64_t n_counters = 0);
 
 // With an explicit plan (plan.head_dim must equal a.head_dim) and key split count (>= 1), for
 // tests that must reach small tiles and split runs on any device.
 Status AttentionDeviceWithPlan(const AttentionArgs& a, const AttentionPlan& plan, int splits,
-                               cudaStream_t stream);
+                               cudaStream_t stream, unsigned* counters = nullptr,
+                               int64_t n_counters = 0);
 
 }  // namespace g4::cuda

@@ -97,21 +97,27 @@ void GroupedMatMul(ThreadPool& pool, const MatMulGroup& g, const float* x, int64
   if (grouped && GemvGroupable(dw, g.count, T)) {
     GemvGate gate;
     if (g.gelu_gate) gate.kind = GemvGate::kWeight;
-    if (g.gelu_up != nullptr) gate = {GemvGate::kRows, g.gelu_up, g.gelu_up_stride};
+    if (g.gelu_up != nullptr) {
+      gate.kind = GemvGate::kRows;
+      gate.up_rows = g.gelu_up;
+      gate.up_stride = g.gelu_up_stride;
+    }
     Ok(GroupedGemvDevice(dw, g.y, g.count, gate, x, T, Stream()), "matmul");
     return;
   }
-  for (int i = 0; i < g.count; ++i) MatMul(pool, *g.w[i], x, T, g.y[i]);
-  const int64_t N = g.w[0]->dim(0);
-  if (g.gelu_gate) GeluMul(pool, g.y[0], g.y[1], 1, T * N, T * N, g.y[0]);
-  if (g.gelu_up != nullptr) GeluMul(pool, g.y[0], g.gelu_up, T, N, g.gelu_up_stride, g.y[0]);
+  GroupedMatMulParts(
+      g, T, [&](const TensorView& w, float* y) { MatMul(pool, w, x, T, y); },
+      [&](const float* gate, const float* up, int64_t R, int64_t n, int64_t stride, float* out) {
+        GeluMul(pool, gate, up, R, n, stride, out);
+      });
 }
 
 void Attention(ThreadPool& pool, const AttentionArgs& a) {
   using namespace staging;
   if (a.T <= 0 || !Ready()) return;
   if (!AttentionOnDevice(a.head_dim)) return AttentionOnHost(pool, a);
-  Ok(AttentionDevice(a, Limits(), Stream()), "attention");
+  Ok(AttentionDevice(a, Limits(), Stream(), AttentionCounters(), kDeviceCounters - 1),
+     "attention");
 }
 
 }  // namespace dev

@@ -1,6 +1,7 @@
 // CUDA Add / Scale (ops/elementwise.h) on device pointers. out may alias a or b: the kernels
 // read both inputs before writing, element by element.
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/load.cuh"
 #include "kernels/cuda/staging.h"
 
@@ -8,6 +9,7 @@ namespace g4::cuda {
 namespace {
 
 __global__ void AddKernel(const float* a, const float* b, int64_t n, float* out) {
+  GridDependency();
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     out[i] = a[i] + b[i];
@@ -15,6 +17,7 @@ __global__ void AddKernel(const float* a, const float* b, int64_t n, float* out)
 }
 
 __global__ void ScaleKernel(float* x, int64_t n, float s) {
+  GridDependency();
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     x[i] *= s;
@@ -28,14 +31,14 @@ namespace dev {
 void Add(ThreadPool&, const float* a, const float* b, int64_t n, float* out) {
   using namespace staging;
   if (n <= 0 || !Ready()) return;
-  AddKernel<<<GridFor(n, 256), 256, 0, Stream()>>>(a, b, n, out);
+  LaunchKernel(AddKernel, GridFor(n, 256), 256, 0, Stream(), a, b, n, out);
   Launched("add");
 }
 
 void Scale(ThreadPool&, float* x, int64_t n, float s) {
   using namespace staging;
   if (n <= 0 || !Ready()) return;
-  ScaleKernel<<<GridFor(n, 256), 256, 0, Stream()>>>(x, n, s);
+  LaunchKernel(ScaleKernel, GridFor(n, 256), 256, 0, Stream(), x, n, s);
   Launched("scale");
 }
 

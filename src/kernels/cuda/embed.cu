@@ -6,6 +6,7 @@
 // gathered on the host too: the ids are copied to the host and the rows back (kernels.h).
 #include "kernels/cpu/kernels.h"
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/load.cuh"
 #include "kernels/cuda/staging.h"
 #include "kernels/ref/kernels.h"
@@ -16,6 +17,7 @@ namespace {
 template <ElemType E>
 __global__ void EmbedKernel(const void* table, const int32_t* ids, int64_t D, float scale,
                             float* out) {
+  GridDependency();
   const int64_t row = static_cast<int64_t>(ids[blockIdx.x]) * D;
   float* o = out + blockIdx.x * D;
   for (int64_t d = threadIdx.x; d < D; d += blockDim.x) o[d] = LoadF32<E>(table, row + d) * scale;
@@ -60,9 +62,15 @@ void Embed(ThreadPool& pool, const TensorView& table, const int32_t* ids, int64_
   const unsigned blocks = static_cast<unsigned>(T);
   cudaStream_t s = Stream();
   switch (table.dtype) {
-    case DType::kF32: EmbedKernel<ElemType::kF32><<<blocks, 256, 0, s>>>(dt->data, ids, D, scale, out); break;
-    case DType::kBF16: EmbedKernel<ElemType::kBF16><<<blocks, 256, 0, s>>>(dt->data, ids, D, scale, out); break;
-    default: EmbedKernel<ElemType::kF16><<<blocks, 256, 0, s>>>(dt->data, ids, D, scale, out); break;
+    case DType::kF32:
+      LaunchKernel(EmbedKernel<ElemType::kF32>, blocks, 256, 0, s, dt->data, ids, D, scale, out);
+      break;
+    case DType::kBF16:
+      LaunchKernel(EmbedKernel<ElemType::kBF16>, blocks, 256, 0, s, dt->data, ids, D, scale, out);
+      break;
+    default:
+      LaunchKernel(EmbedKernel<ElemType::kF16>, blocks, 256, 0, s, dt->data, ids, D, scale, out);
+      break;
   }
   Launched("embed");
 }

@@ -2,6 +2,7 @@
 // gelu_pytorch_tanh), on device pointers, over R rows of n (up's rows up_stride apart), one
 // launch for all rows. out may alias gate, or up when up_stride == n (elementwise).
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/load.cuh"
 #include "kernels/cuda/staging.h"
 
@@ -10,6 +11,7 @@ namespace {
 
 __global__ void GeluMulKernel(const float* gate, const float* up, int64_t total, int64_t n,
                               int64_t up_stride, float* out) {
+  GridDependency();
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t r = i / n;
@@ -25,7 +27,8 @@ void GeluMul(ThreadPool&, const float* gate, const float* up, int64_t R, int64_t
              int64_t up_stride, float* out) {
   using namespace staging;
   if (R <= 0 || n <= 0 || !Ready()) return;
-  GeluMulKernel<<<GridFor(R * n, 256), 256, 0, Stream()>>>(gate, up, R * n, n, up_stride, out);
+  LaunchKernel(GeluMulKernel, GridFor(R * n, 256), 256, 0, Stream(), gate, up, R * n, n, up_stride,
+               out);
   Launched("gelu_mul");
 }
 

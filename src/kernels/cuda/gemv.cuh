@@ -1,12 +1,14 @@
 // The end of a GEMV warp, shared by the dense and the int4 GEMV kernels (matmul.cu,
 // matmul_quant.cu): each row's partial sums reduced across the warp, and lane 0 writes the
-// result for every x row t < T, through the GemvGate epilogue (matmul.h).
+// result for every x row t < T, through the GemvGate epilogue (matmul.h); and the end of a
+// GEMV grid with a ResidualNorm tail (GemvResidual).
 #pragma once
 
 #include <cstdint>
 
 #include "kernels/cuda/load.cuh"
 #include "kernels/cuda/matmul.h"
+#include "kernels/cuda/residual_norm.cuh"
 
 namespace g4::cuda {
 
@@ -34,6 +36,28 @@ __device__ __forceinline__ void GemvEpilogue(float (&acc)[kRows][kMaxT], int T, 
       y[t * N + n] = v[0];
     }
   }
+}
+
+// Called by every thread of every block after its GEMV rows (y: [T, D], the grid's only
+// segment): the last block to get here runs ResidualNorm (residual_norm.cuh) over the T rows
+// of y, then resets the counter. Each thread's y writes are fenced before its block counts
+// itself, and the last block fences again before it reads them, so it sees every block's rows.
+template <int kThreads>
+__device__ __forceinline__ void GemvResidualTail(const GemvResidual& r, const float* y, int T,
+                                                 int64_t D) {
+  __shared__ float partials[kThreads / 32];
+  __threadfence();
+  __syncthreads();  // every warp's rows written and fenced before thread 0 counts the block
+  const bool last = __syncthreads_or(threadIdx.x == 0 &&
+                                     atomicAdd(r.counter, 1u) == gridDim.x - 1) != 0;
+  if (!last) return;  // uniform over the block
+  __threadfence();
+  for (int t = 0; t < T; ++t) {
+    ResidualNormRow<kThreads>(y + t * D, r.w, static_cast<ElemType>(r.w_type), r.h + t * D,
+                              r.scale, r.next_w, static_cast<ElemType>(r.next_type),
+                              r.out == nullptr ? nullptr : r.out + t * D, D, r.eps, partials);
+  }
+  if (threadIdx.x == 0) *r.counter = 0;
 }
 
 }  // namespace g4::cuda

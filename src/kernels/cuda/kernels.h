@@ -100,8 +100,7 @@ void Scale(ThreadPool& pool, float* x, int64_t n, float s);
 // Host k / v / pos and caches: the caches are uploaded, written and downloaded whole.
 void KvWrite(ThreadPool& pool, const KvWriteArgs& args);
 void ResidualNorm(ThreadPool& pool, const ResidualNormArgs& args);
-void NormRope(ThreadPool& pool, float* x, const TensorView& w, const int32_t* positions,
-              int64_t T, int64_t H, int64_t D, float eps, const float* inv_freq);
+void NormRope(ThreadPool& pool, const NormRopeArgs& args);
 
 // CUDA graphs (ops/graph.h) of the cuda::dev ops and DeviceMemory().Copy. Every op and copy
 // runs on one non-blocking stream; BeginCapture records its work instead of running it
@@ -139,8 +138,7 @@ void Scale(ThreadPool& pool, float* x, int64_t n, float s);
 // device, so a recorded step writes the slots of the positions it finds at launch.
 void KvWrite(ThreadPool& pool, const KvWriteArgs& args);
 void ResidualNorm(ThreadPool& pool, const ResidualNormArgs& args);
-void NormRope(ThreadPool& pool, float* x, const TensorView& w, const int32_t* positions,
-              int64_t T, int64_t H, int64_t D, float eps, const float* inv_freq);
+void NormRope(ThreadPool& pool, const NormRopeArgs& args);
 }  // namespace dev
 
 }  // namespace g4::cuda

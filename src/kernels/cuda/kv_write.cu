@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/load.cuh"
 #include "kernels/cuda/staging.h"
 
@@ -18,6 +19,7 @@ constexpr int kKvThreads = 128;
 __global__ void KvWriteKernel(const float* k, const float* v, const int32_t* pos, int64_t row,
                               int32_t window, int64_t capacity, float* k_cache, float* v_cache,
                               int32_t* pos_cache) {
+  GridDependency();
   const int64_t r = blockIdx.x;
   const int32_t p = pos[r];
   if (p < 0) return;  // block-uniform: no barrier below
@@ -47,8 +49,8 @@ void KvWrite(ThreadPool&, const KvWriteArgs& a) {
        "kv_write");
     return;
   }
-  KvWriteKernel<<<static_cast<unsigned>(a.C), kKvThreads, 0, Stream()>>>(
-      a.k, a.v, a.pos, a.row, a.window, a.capacity, a.k_cache, a.v_cache, a.pos_cache);
+  LaunchKernel(KvWriteKernel, static_cast<unsigned>(a.C), kKvThreads, 0, Stream(), a.k, a.v,
+               a.pos, a.row, a.window, a.capacity, a.k_cache, a.v_cache, a.pos_cache);
   Launched("kv_write");
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kernels/cuda/gemv.cuh"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/load.cuh"
 #include "kernels/cuda/matmul_quant.h"
 
@@ -43,25 +44,15 @@ __device__ void Widen16(const uint4& raw, float* out) {
 
 constexpr int kGemvWarps = 8;
 
-// y[t, n] for every t < T (<= kGemvMaxT): one warp per weight row n, so the row is read once
-// for all T; the block's segment (GemvSegments) says which weight and y. `vec`: rows and x are
-// 16-byte aligned with K a multiple of the 16-byte element count, so lanes load 16 bytes at a
-// time; otherwise one element at a time. kGate (GemvGate, matmul.h): kWeight (segments gate
-// and up, the grid covering the gate's rows): the warp also reads row n of up, on the same x
-// loads, and writes y[0][t, n] = gelu_tanh(gate . x) * (up . x) (the MLP's GeluMul in the
-// epilogue); kRows: y[0][t, n] = gelu_tanh(w . x) * seg.up_rows[t, n].
+// One warp's weight row n (and up's, for kWeight) against the T rows of x, through the
+// epilogue: DenseGemvKernel's work.
 template <typename WT, GemvGate::Kind kGate>
-__global__ void DenseGemvKernel(const GemvSegments seg, int64_t K, const float* __restrict__ x,
-                                int T, bool vec) {
+__device__ __forceinline__ void DenseGemvRow(const GemvSegments& seg, int s, int64_t K,
+                                             const float* __restrict__ x, int T, bool vec,
+                                             float* __restrict__ y, int64_t N, int64_t n) {
   constexpr int kVec = 16 / sizeof(typename WT::Elem);
   constexpr int kRows = kGate == GemvGate::kWeight ? 2 : 1;
   const int lane = threadIdx.x % 32;
-  const int s = seg.SegmentOf(blockIdx.x);
-  const int64_t N = seg.N[s];
-  float* __restrict__ y = seg.y[s];
-  const int64_t n =
-      static_cast<int64_t>(blockIdx.x - seg.first_block[s]) * kGemvWarps + threadIdx.x / 32;
-  if (n >= N) return;  // whole warps leave together: no block-wide sync below
   const typename WT::Elem* rows[kRows];
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
@@ -108,6 +99,27 @@ __global__ void DenseGemvKernel(const GemvSegments seg, int64_t K, const float* 
   GemvEpilogue<kGate>(acc, T, lane, y, N, n, seg);
 }
 
+// y[t, n] for every t < T (<= kGemvMaxT): one warp per weight row n, so the row is read once
+// for all T; the block's segment (GemvSegments) says which weight and y. `vec`: rows and x are
+// 16-byte aligned with K a multiple of the 16-byte element count, so lanes load 16 bytes at a
+// time; otherwise one element at a time. kGate (GemvGate, matmul.h): kWeight (segments gate
+// and up, the grid covering the gate's rows): the warp also reads row n of up, on the same x
+// loads, and writes y[0][t, n] = gelu_tanh(gate . x) * (up . x) (the MLP's GeluMul in the
+// epilogue); kRows: y[0][t, n] = gelu_tanh(w . x) * seg.up_rows[t, n]. With seg.residual, the
+// grid's last block then runs the ResidualNorm of y (GemvResidualTail).
+template <typename WT, GemvGate::Kind kGate>
+__global__ void DenseGemvKernel(const GemvSegments seg, int64_t K, const float* __restrict__ x,
+                                int T, bool vec) {
+  GridDependency();
+  const int s = seg.SegmentOf(blockIdx.x);
+  const int64_t N = seg.N[s];
+  float* __restrict__ y = seg.y[s];
+  const int64_t n =
+      static_cast<int64_t>(blockIdx.x - seg.first_block[s]) * kGemvWarps + threadIdx.x / 32;
+  if (n < N) DenseGemvRow<WT, kGate>(seg, s, K, x, T, vec, y, N, n);
+  if (seg.residual.counter != nullptr) GemvResidualTail<kGemvWarps * 32>(seg.residual, y, T, N);
+}
+
 // Tiled GEMM: a block computes a 64 x 64 tile of y (64 rows of x by 64 rows of w) with 256
 // threads; thread (ty, tx) owns y rows m0 + ty + 16 i and columns n0 + tx + 16 j (i, j < 4), so
 // neighbouring threads write neighbouring columns. K is walked in steps of 16 through shared
@@ -117,6 +129,7 @@ constexpr int kGemmBM = 64, kGemmBN = 64, kGemmBK = 16;
 template <typename WT>
 __global__ void DenseGemmKernel(const typename WT::Elem* __restrict__ w, int64_t N, int64_t K,
                                 const float* __restrict__ x, int64_t T, float* __restrict__ y) {
+  GridDependency();
   __shared__ float xs[kGemmBK][kGemmBM];
   __shared__ float ws[kGemmBK][kGemmBN];
   const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
@@ -181,13 +194,16 @@ void LaunchDenseGemv(GemvGate::Kind gate, unsigned blocks, cudaStream_t s,
   const int threads = kGemvWarps * 32;
   switch (gate) {
     case GemvGate::kNone:
-      DenseGemvKernel<WT, GemvGate::kNone><<<blocks, threads, 0, s>>>(rows, K, x, tc, vec);
+      LaunchKernel(DenseGemvKernel<WT, GemvGate::kNone>, blocks, threads, 0, s, rows, K, x, tc,
+                   vec);
       break;
     case GemvGate::kWeight:
-      DenseGemvKernel<WT, GemvGate::kWeight><<<blocks, threads, 0, s>>>(rows, K, x, tc, vec);
+      LaunchKernel(DenseGemvKernel<WT, GemvGate::kWeight>, blocks, threads, 0, s, rows, K, x, tc,
+                   vec);
       break;
     case GemvGate::kRows:
-      DenseGemvKernel<WT, GemvGate::kRows><<<blocks, threads, 0, s>>>(rows, K, x, tc, vec);
+      LaunchKernel(DenseGemvKernel<WT, GemvGate::kRows>, blocks, threads, 0, s, rows, K, x, tc,
+                   vec);
       break;
   }
 }
@@ -222,8 +238,8 @@ Status LaunchGemm(const TensorView& w, const float* x, int64_t T, float* y, cuda
   if ((T + kGemmBM - 1) / kGemmBM > 65535) {
     return InvalidArgument("MatMulDevice: T = " + std::to_string(T) + " exceeds the GEMM grid");
   }
-  DenseGemmKernel<WT><<<grid, 256, 0, s>>>(static_cast<const typename WT::Elem*>(w.data), N, K,
-                                           x, T, y);
+  LaunchKernel(DenseGemmKernel<WT>, grid, 256, 0, s,
+               static_cast<const typename WT::Elem*>(w.data), N, K, x, T, y);
   return LaunchStatus("dense GEMM launch");
 }
 
@@ -275,11 +291,18 @@ GemvSegments GemvRowsFrom(const GemvSegments& seg, const GemvGate& gate, int64_t
     rows.up_rows = gate.up_rows + t0 * gate.up_stride;
     rows.up_stride = gate.up_stride;
   }
+  rows.residual = gate.residual;  // CheckGemvGate'd: then t0 is 0
   return rows;
 }
 
-Status CheckGemvGate(const TensorView* const* w, int count, const GemvGate& gate,
-                     const char* who) {
+Status CheckGemvGate(const TensorView* const* w, int count, const GemvGate& gate, int64_t T,
+                     int64_t max_t, const char* who) {
+  if (gate.residual.counter != nullptr && (gate.kind != GemvGate::kNone || count != 1 ||
+                                           T > max_t)) {
+    return InvalidArgument(std::string(who) + ": a residual tail needs one weight without a "
+                           "gate and T = " + std::to_string(T) + " <= " + std::to_string(max_t) +
+                           " rows (one launch)");
+  }
   if (gate.kind == GemvGate::kWeight && (count != 2 || w[0]->dim(0) != w[1]->dim(0))) {
     return InvalidArgument(std::string(who) + ": a gated group is a gate and an up of one N");
   }
@@ -319,8 +342,8 @@ Status GroupedGemvDevice(const TensorView* const* w, float* const* y, int count,
     return InvalidArgument("GroupedGemvDevice: weights do not share K and storage, or T = " +
                            std::to_string(T) + " > " + std::to_string(kGemvMaxT));
   }
-  G4_RETURN_IF_ERROR(CheckGemvGate(w, count, gate, "GroupedGemvDevice"));
   if (w[0]->quantized()) return Int4GemvGroupDevice(w, y, count, gate, x, T, stream);
+  G4_RETURN_IF_ERROR(CheckGemvGate(w, count, gate, T, kGemvMaxT, "GroupedGemvDevice"));
   for (int i = 0; i < count; ++i) G4_RETURN_IF_ERROR(CheckDense(*w[i], x, T, y[i]));
   if (T == 0) return Status::Ok();
   return ByDType<GemvFn>(w[0]->dtype, w, y, count, &gate, x, T, stream);

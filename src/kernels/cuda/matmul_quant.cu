@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kernels/cuda/gemv.cuh"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/load.cuh"
 #include "kernels/cuda/matmul.h"
 
@@ -19,7 +20,7 @@ __device__ __forceinline__ int Nibble(uint8_t byte, int64_t k) {
 // ---- GEMV ----
 constexpr int kQGemvWarps = 8;
 constexpr int kQChunk = 1024;  // x elements staged per step (32 lanes x 32 nibbles)
-constexpr int kQMaxT = 4;      // x rows per launch: 4 x 1056 floats = 16.5 KiB static smem
+constexpr int kQMaxT = kInt4GemvMaxT;  // x rows per launch: 4 x 1056 floats = 16.5 KiB smem
 
 // x chunk index with one pad float per 32: lane l reads elements 32 l + e, which would all sit in
 // one bank without the pad.
@@ -31,10 +32,12 @@ constexpr int kQChunkPadded = kQChunk + kQChunk / 32;
 // The block's segment (GemvSegments) says which weight, scales and y. kGate (GemvGate,
 // matmul.h): kWeight (segments gate and up, the grid covering the gate's rows): the warp also
 // reads row n of up against the same staged x and writes y[0][t, n] = gelu_tanh(gate . x) *
-// (up . x); kRows: y[0][t, n] = gelu_tanh(w . x) * seg.up_rows[t, n].
+// (up . x); kRows: y[0][t, n] = gelu_tanh(w . x) * seg.up_rows[t, n]. With seg.residual, the
+// grid's last block then runs the ResidualNorm of y (GemvResidualTail, gemv.cuh).
 template <bool kFast, GemvGate::Kind kGate>
 __global__ void Int4GemvKernel(const GemvSegments seg, int64_t row_bytes, ElemType scale_type,
                                int64_t K, int64_t group, const float* __restrict__ x, int T) {
+  GridDependency();
   constexpr int kRows = kGate == GemvGate::kWeight ? 2 : 1;
   __shared__ float xs[kQMaxT][kQChunkPadded];
   const int tid = threadIdx.x, lane = tid % 32;
@@ -96,8 +99,8 @@ __global__ void Int4GemvKernel(const GemvSegments seg, int64_t row_bytes, ElemTy
       }
     }
   }
-  if (n >= N) return;
-  GemvEpilogue<kGate>(acc, T, lane, y, N, n, seg);
+  if (n < N) GemvEpilogue<kGate>(acc, T, lane, y, N, n, seg);
+  if (seg.residual.counter != nullptr) GemvResidualTail<kQGemvWarps * 32>(seg.residual, y, T, N);
 }
 
 // ---- GEMM ----
@@ -113,6 +116,7 @@ __global__ void __launch_bounds__(kW4A16Threads)
                    const void* __restrict__ scales, ElemType scale_type, int64_t N, int64_t K,
                    int64_t group, const float* __restrict__ x, int64_t T, float* __restrict__ y,
                    int stages, int slots) {
+  GridDependency();
   extern __shared__ __align__(16) unsigned char smem[];
   constexpr int MI = BM / 16, NJ = BN / 16, HB = BK / 2;
   const int stage_bytes = BM * BK * 4 + BN * slots * 4 + BN * HB;
@@ -245,9 +249,10 @@ Status LaunchGemm(const TensorView& w, const float* x, int64_t T, float* y, cons
     }
   }
   const dim3 grid(static_cast<unsigned>((N + BN - 1) / BN), static_cast<unsigned>((T + BM - 1) / BM));
-  kernel<<<grid, kW4A16Threads, static_cast<size_t>(smem), s>>>(
-      static_cast<const uint8_t*>(w.data), w.quant.row_bytes, w.quant.scales,
-      ScaleTypeOf(w.quant.scale_dtype), N, K, G, x, T, y, tile.stages, static_cast<int>(slots));
+  LaunchKernel(kernel, grid, kW4A16Threads, static_cast<size_t>(smem), s,
+               static_cast<const uint8_t*>(w.data), w.quant.row_bytes, w.quant.scales,
+               ScaleTypeOf(w.quant.scale_dtype), N, K, G, x, T, y, tile.stages,
+               static_cast<int>(slots));
   return LaunchStatus("W4A16 GEMM launch");
 }
 
@@ -261,16 +266,16 @@ void LaunchInt4Gemv(GemvGate::Kind gate, unsigned blocks, cudaStream_t stream,
   const int threads = kQGemvWarps * 32;
   switch (gate) {
     case GemvGate::kNone:
-      Int4GemvKernel<kFast, GemvGate::kNone><<<blocks, threads, 0, stream>>>(rows, row_bytes, st,
-                                                                             K, G, x, tc);
+      LaunchKernel(Int4GemvKernel<kFast, GemvGate::kNone>, blocks, threads, 0, stream, rows,
+                   row_bytes, st, K, G, x, tc);
       break;
     case GemvGate::kWeight:
-      Int4GemvKernel<kFast, GemvGate::kWeight><<<blocks, threads, 0, stream>>>(rows, row_bytes,
-                                                                               st, K, G, x, tc);
+      LaunchKernel(Int4GemvKernel<kFast, GemvGate::kWeight>, blocks, threads, 0, stream, rows,
+                   row_bytes, st, K, G, x, tc);
       break;
     case GemvGate::kRows:
-      Int4GemvKernel<kFast, GemvGate::kRows><<<blocks, threads, 0, stream>>>(rows, row_bytes, st,
-                                                                             K, G, x, tc);
+      LaunchKernel(Int4GemvKernel<kFast, GemvGate::kRows>, blocks, threads, 0, stream, rows,
+                   row_bytes, st, K, G, x, tc);
       break;
   }
 }
@@ -280,7 +285,7 @@ Status Int4GemvGroupDevice(const TensorView* const* w, float* const* y, int coun
   if (!GemvGroupable(w, count, /*T=*/0) || !w[0]->quantized()) {  // any T: chunks of kQMaxT
     return InvalidArgument("Int4GemvGroupDevice: not one int4 group of K and storage");
   }
-  G4_RETURN_IF_ERROR(CheckGemvGate(w, count, gate, "Int4GemvGroupDevice"));
+  G4_RETURN_IF_ERROR(CheckGemvGate(w, count, gate, T, kQMaxT, "Int4GemvGroupDevice"));
   for (int i = 0; i < count; ++i) G4_RETURN_IF_ERROR(CheckInt4(*w[i], x, T, y[i]));
   if (T == 0) return Status::Ok();
   const TensorView& a = *w[0];

@@ -71,6 +71,7 @@ StatusOr<DevicePolicy> ChoosePolicy(const DeviceInfo& d, int64_t w4a16_group) {
   DevicePolicy p;
   p.device = d;
   p.compute = d.cc() >= 80 ? DType::kBF16 : DType::kF16;
+  p.pdl = d.cc() >= 90;  // griddepcontrol is SM 9.0's
   p.w4a16_group = w4a16_group;
   // The tile depends on K only through K % group (validated again per weight at launch), so any
   // multiple of the group stands for every layer here.
@@ -103,6 +104,7 @@ std::string DevicePolicy::ToString() const {
     s += " attn" + std::to_string(kPolicyHeadDims[i]) + "=bc" + std::to_string(attention[i].bc) +
          "(" + FormatBytes(attention[i].smem_bytes) + ")";
   }
+  s += std::string(" pdl=") + (pdl ? "on" : "off");
   return s;
 }
 

@@ -30,6 +30,7 @@ struct DevicePolicy {
   W4A16Tile w4a16_tile;          // for int4 groups of `w4a16_group`
   int64_t w4a16_group = 0;
   AttentionPlan attention[2];    // for kPolicyHeadDims, in order
+  bool pdl = false;              // programmatic dependent launch (SM 9.0 and up, launch.cuh)
 
   // "device=... cc=7.5 ... compute=f16 w4a16_tile=... attn256=... attn512=..." (no backend=).
   std::string ToString() const;

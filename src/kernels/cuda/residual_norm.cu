@@ -3,10 +3,15 @@
 // (each thread keeps the elements it wrote), the sum of squares of the new h, the second norm.
 // One launch where the unfused model issued RmsNorm, Add, Scale and RmsNorm. The arithmetic is
 // the unfused kernels' (rms_norm.cu, elementwise.cu) with contraction into FMAs ruled out, so
-// fusing changes no result. Weights as stored (F32/BF16/F16, uploaded once) or none.
+// fusing changes no result. Weights as stored (F32/BF16/F16, uploaded once) or none. With a
+// projection at decode rows, the projection's GEMV grid runs the same rows in its last block
+// (gemv.cuh): the sub-block's end is one launch.
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/load.cuh"
+#include "kernels/cuda/matmul.h"
 #include "kernels/cuda/norm_weight.cuh"
+#include "kernels/cuda/residual_norm.cuh"
 #include "kernels/cuda/staging.h"
 
 namespace g4::cuda {
@@ -14,37 +19,44 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// w / next_w: nullptr for no weight. out: nullptr to skip the second norm.
+// One block per row (residual_norm.cuh). w / next_w: nullptr for no weight. out: nullptr to
+// skip the second norm.
 __global__ void ResidualNormKernel(const float* x, const void* w, ElemType w_type, float* h,
                                    float scale, const void* next_w, ElemType next_type,
                                    float* out, int64_t D, float eps) {
+  GridDependency();
   __shared__ float partials[kThreads / 32];
-  const float* xr = x + blockIdx.x * D;
-  float* hr = h + blockIdx.x * D;
-  float ss = 0.0f;
-  for (int64_t d = threadIdx.x; d < D; d += kThreads) ss += xr[d] * xr[d];
-  const float inv = rsqrtf(BlockSum<kThreads>(ss, partials) / static_cast<float>(D) + eps);
-  float ss_h = 0.0f;
-  for (int64_t d = threadIdx.x; d < D; d += kThreads) {
-    const float wd = w == nullptr ? 1.0f : LoadF32(w_type, w, d);
-    const float v = __fmul_rn(__fadd_rn(hr[d], __fmul_rn(__fmul_rn(xr[d], inv), wd)), scale);
-    hr[d] = v;
-    ss_h += v * v;
+  const int64_t at = static_cast<int64_t>(blockIdx.x) * D;
+  ResidualNormRow<kThreads>(x + at, w, w_type, h + at, scale, next_w, next_type,
+                            out == nullptr ? nullptr : out + at, D, eps, partials);
+}
+
+// The projection (a.proj) as one GEMV grid with the norm in its last block (GemvResidual),
+// when it runs as one: a device weight, GemvGroupable at these rows, within one launch. True
+// when launched (or its failure recorded); false: the caller runs MatMul, then the kernel above.
+bool ProjectionWithNorm(const ResidualNormArgs& a, const GemvResidual& tail) {
+  using namespace staging;
+  const TensorView& w = *a.proj;
+  const int64_t max_t = w.quantized() ? kInt4GemvMaxT : kGemvMaxT;
+  if (!MatMulOnDevice(w) || a.R > max_t || w.shape.size() != 2 || w.dim(0) != a.D ||
+      tail.counter == nullptr) {
+    return false;
   }
-  if (out == nullptr) return;  // uniform over the block: no barrier is skipped by some threads
-  const float inv_h = rsqrtf(BlockSum<kThreads>(ss_h, partials) / static_cast<float>(D) + eps);
-  float* yr = out + blockIdx.x * D;
-  for (int64_t d = threadIdx.x; d < D; d += kThreads) {
-    const float wd = next_w == nullptr ? 1.0f : LoadF32(next_type, next_w, d);
-    yr[d] = __fmul_rn(__fmul_rn(hr[d], inv_h), wd);
-  }
+  const TensorView* dw = DeviceWeight(w, /*convert_to_compute=*/true);
+  if (dw == nullptr) return true;  // recorded
+  if (!GemvGroupable(&dw, 1, a.R)) return false;
+  GemvGate gate;
+  gate.residual = tail;
+  float* y[1] = {a.x};
+  Ok(GroupedGemvDevice(&dw, y, 1, gate, a.proj_in, a.R, Stream()), "residual_norm");
+  return true;
 }
 
 }  // namespace
 
 namespace dev {
 
-void ResidualNorm(ThreadPool&, const ResidualNormArgs& a) {
+void ResidualNorm(ThreadPool& pool, const ResidualNormArgs& a) {
   using namespace staging;
   if (a.R <= 0 || a.D <= 0 || !Ready()) return;
   bool ok = true;
@@ -53,8 +65,18 @@ void ResidualNorm(ThreadPool&, const ResidualNormArgs& a) {
   const void* dnext =
       a.out != nullptr ? NormWeight(a.next_w, &next_type, &ok, "residual_norm") : nullptr;
   if (!ok) return;
-  ResidualNormKernel<<<static_cast<unsigned>(a.R), kThreads, 0, Stream()>>>(
-      a.x, dw, w_type, a.h, a.scale, dnext, next_type, a.out, a.D, a.eps);
+  if (a.proj != nullptr) {
+    GemvResidual tail;
+    tail.counter = GemvCounter();
+    tail.w = dw, tail.w_type = static_cast<int>(w_type);
+    tail.h = a.h, tail.scale = a.scale;
+    tail.next_w = dnext, tail.next_type = static_cast<int>(next_type);
+    tail.out = a.out, tail.eps = a.eps;
+    if (ProjectionWithNorm(a, tail)) return;
+    MatMul(pool, *a.proj, a.proj_in, a.R, a.x);
+  }
+  LaunchKernel(ResidualNormKernel, static_cast<unsigned>(a.R), kThreads, 0, Stream(), a.x, dw,
+               w_type, a.h, a.scale, dnext, next_type, a.out, a.D, a.eps);
   Launched("residual_norm");
 }
 

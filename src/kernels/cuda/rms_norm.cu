@@ -3,7 +3,9 @@
 // F16 as stored (uploaded once, not converted: norms are tiny) or empty (no weight). x and out
 // (device pointers) may alias: each thread reads its elements before writing them.
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/load.cuh"
+#include "kernels/cuda/norm_weight.cuh"
 #include "kernels/cuda/staging.h"
 
 namespace g4::cuda {
@@ -13,6 +15,7 @@ constexpr int kThreads = 256;
 
 template <ElemType E>
 __global__ void RmsNormKernel(const float* x, const void* w, int64_t D, float eps, float* out) {
+  GridDependency();
   const float* xr = x + blockIdx.x * D;
   float* yr = out + blockIdx.x * D;
   float ss = 0.0f;
@@ -34,21 +37,23 @@ void RmsNorm(ThreadPool&, const float* x, const TensorView& w, int64_t R, int64_
              float* out) {
   using namespace staging;
   if (R <= 0 || D <= 0 || !Ready()) return;
-  const void* dw = nullptr;
-  if (!w.empty()) {
-    const TensorView* cached = DeviceWeight(w, /*convert_to_compute=*/false);
-    if (cached == nullptr) return;
-    dw = cached->data;
-  }
+  ElemType w_type;
+  bool ok = true;
+  const void* dw = NormWeight(&w, &w_type, &ok, "rms_norm");
+  if (!ok) return;
   const unsigned rows = static_cast<unsigned>(R);
   cudaStream_t s = Stream();
-  switch (w.empty() ? DType::kF32 : w.dtype) {
-    case DType::kF32: RmsNormKernel<ElemType::kF32><<<rows, kThreads, 0, s>>>(x, dw, D, eps, out); break;
-    case DType::kBF16: RmsNormKernel<ElemType::kBF16><<<rows, kThreads, 0, s>>>(x, dw, D, eps, out); break;
-    case DType::kF16: RmsNormKernel<ElemType::kF16><<<rows, kThreads, 0, s>>>(x, dw, D, eps, out); break;
-    default:
-      Ok(InvalidArgument(std::string("rms_norm weight dtype ") + DTypeName(w.dtype)), "rms_norm");
-      return;
+  // The weight's type as a template argument: the kernel's loads need no run-time branch.
+  switch (w_type) {
+    case ElemType::kF32:
+      LaunchKernel(RmsNormKernel<ElemType::kF32>, rows, kThreads, 0, s, x, dw, D, eps, out);
+      break;
+    case ElemType::kBF16:
+      LaunchKernel(RmsNormKernel<ElemType::kBF16>, rows, kThreads, 0, s, x, dw, D, eps, out);
+      break;
+    case ElemType::kF16:
+      LaunchKernel(RmsNormKernel<ElemType::kF16>, rows, kThreads, 0, s, x, dw, D, eps, out);
+      break;
   }
   Launched("rms_norm");
 }

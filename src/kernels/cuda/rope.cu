@@ -5,6 +5,7 @@
 // f64, as the reference does (positions reach 1e5+ radians, where f32 angles lose ~0.01 rad),
 // then rotates that pair in every head. x, positions and inv_freq are device pointers.
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/load.cuh"
 #include "kernels/cuda/staging.h"
 
@@ -13,6 +14,7 @@ namespace {
 
 __global__ void RopeKernel(float* x, const int32_t* positions, const float* inv_freq, int64_t T,
                            int64_t H, int64_t D) {
+  GridDependency();
   const int64_t half = D / 2;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < T * half;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -38,7 +40,8 @@ void Rope(ThreadPool&, float* x, const int32_t* positions, int64_t T, int64_t H,
   using namespace staging;
   if (T <= 0 || H <= 0 || D < 2 || !Ready()) return;
   const int64_t half = D / 2;
-  RopeKernel<<<GridFor(T * half, 128), 128, 0, Stream()>>>(x, positions, inv_freq, T, H, D);
+  LaunchKernel(RopeKernel, GridFor(T * half, 128), 128, 0, Stream(), x, positions, inv_freq, T,
+               H, D);
   Launched("rope");
 }
 

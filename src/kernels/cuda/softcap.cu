@@ -1,5 +1,6 @@
 // CUDA Softcap (ops/softcap.h): x = cap * tanh(x / cap) in place, f32, on a device pointer.
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/load.cuh"
 #include "kernels/cuda/staging.h"
 
@@ -7,6 +8,7 @@ namespace g4::cuda {
 namespace {
 
 __global__ void SoftcapKernel(float* x, int64_t n, float cap, float inv_cap) {
+  GridDependency();
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     x[i] = cap * tanhf(x[i] * inv_cap);
@@ -20,7 +22,7 @@ namespace dev {
 void Softcap(ThreadPool&, float* x, int64_t n, float cap) {
   using namespace staging;
   if (n <= 0 || !Ready()) return;
-  SoftcapKernel<<<GridFor(n, 256), 256, 0, Stream()>>>(x, n, cap, 1.0f / cap);
+  LaunchKernel(SoftcapKernel, GridFor(n, 256), 256, 0, Stream(), x, n, cap, 1.0f / cap);
   Launched("softcap");
 }
 

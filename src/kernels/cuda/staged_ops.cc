@@ -155,37 +155,54 @@ void Scale(ThreadPool& pool, float* x, int64_t n, float s) {
   Finish(dx, x, n, "scale");
 }
 
-void NormRope(ThreadPool& pool, float* x, const TensorView& w, const int32_t* positions,
-              int64_t T, int64_t H, int64_t D, float eps, const float* inv_freq) {
-  if (T <= 0 || H <= 0 || D <= 0) return;
-  const int64_t n = T * H * D;
-  if (!Ready()) return FillNaN(x, n);
-  float* dx = Staged(0, x, n);
-  int32_t* dpos = dx != nullptr ? Staged(1, positions, T) : nullptr;
-  float* dfreq = nullptr;
-  bool staged = dpos != nullptr;
-  if (staged && inv_freq != nullptr) staged = (dfreq = Staged(2, inv_freq, D / 2)) != nullptr;
-  if (staged) dev::NormRope(pool, dx, w, dpos, T, H, D, eps, dfreq);
-  Finish(staged ? dx : nullptr, x, n, "norm_rope");
+// Every part's x comes back; after a failure all are NaN. A KV write runs after, as the staged
+// KvWrite (the fused write is tested on device buffers: dev_ops_test.cc).
+void NormRope(ThreadPool& pool, const NormRopeArgs& a) {
+  if (a.T <= 0 || a.D <= 0 || a.count <= 0) return;
+  if (a.kv != nullptr) {
+    NormRopeArgs norms = a;
+    norms.kv = nullptr;
+    NormRope(pool, norms);
+    return KvWrite(pool, *a.kv);
+  }
+  NormRopeArgs d = a;
+  bool staged = Ready();
+  for (int p = 0; staged && p < a.count; ++p) {
+    staged = (d.parts[p].x = Staged(p, a.parts[p].x, a.T * a.parts[p].H * a.D)) != nullptr;
+  }
+  if (staged) staged = (d.positions = Staged(kMaxNormRopeParts, a.positions, a.T)) != nullptr;
+  if (staged && a.inv_freq != nullptr) {
+    staged = (d.inv_freq = Staged(kMaxNormRopeParts + 1, a.inv_freq, a.D / 2)) != nullptr;
+  }
+  if (staged) dev::NormRope(pool, d);
+  for (int p = 0; p < a.count; ++p) {
+    Finish(staged ? d.parts[p].x : nullptr, a.parts[p].x, a.T * a.parts[p].H * a.D, "norm_rope");
+  }
 }
 
-// h and out come back; after a failure both are NaN.
+// h and out come back, and x when the op computed it (a projection); after a failure all are
+// NaN.
 void ResidualNorm(ThreadPool& pool, const ResidualNormArgs& a) {
   if (a.R <= 0 || a.D <= 0) return;
   const int64_t n = a.R * a.D;
   if (!Ready()) {
     FillNaN(a.h, n);
     if (a.out != nullptr) FillNaN(a.out, n);
+    if (a.proj != nullptr) FillNaN(a.x, n);
     return;
   }
   ResidualNormArgs d = a;
-  d.x = Staged(0, a.x, n);
+  d.x = a.proj != nullptr ? ScratchF(0, n) : Staged(0, a.x, n);
   d.h = d.x != nullptr ? Staged(1, a.h, n) : nullptr;
   d.out = d.h != nullptr && a.out != nullptr ? ScratchF(2, n) : nullptr;
-  const bool staged = d.h != nullptr && (a.out == nullptr || d.out != nullptr);
+  bool staged = d.h != nullptr && (a.out == nullptr || d.out != nullptr);
+  if (staged && a.proj != nullptr) {
+    staged = (d.proj_in = Staged(3, a.proj_in, a.R * a.proj->dim(1))) != nullptr;
+  }
   if (staged) dev::ResidualNorm(pool, d);
   Finish(staged ? d.h : nullptr, a.h, n, "residual_norm");
   if (a.out != nullptr) Finish(staged ? d.out : nullptr, a.out, n, "residual_norm");
+  if (a.proj != nullptr) Finish(staged ? d.x : nullptr, a.x, n, "residual_norm");
 }
 
 // The caches are uploaded whole (the rows not written keep their contents), written on the

@@ -1,6 +1,7 @@
 #include "kernels/cuda/staging.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -12,6 +13,7 @@
 #include "core/log.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda/launch.h"
 
 namespace g4::cuda {
 namespace {
@@ -34,6 +36,7 @@ struct State {
   DeviceLimits limits;
   Status error;  // the first failure, sticky
   cudaStream_t stream = nullptr;  // every op's and copy's stream (non-blocking), made at Init
+  unsigned* counters = nullptr;   // staging::kDeviceCounters, made (zeroed) at Init
   bool capturing = false;         // a graph capture is in progress (graph.cc)
   std::string capture_failure;    // the first thing the capture could not record
   void* scratch[staging::kSlots] = {};
@@ -100,6 +103,23 @@ StatusOr<DevicePolicy> Init(int ordinal) {
       return Unavailable(std::string("cudaStreamCreateWithFlags: ") + cudaGetErrorString(e));
     }
   }
+  if (st.counters == nullptr) {
+    const size_t bytes = staging::kDeviceCounters * sizeof(unsigned);
+    void* p = nullptr;
+    if (cudaError_t e = cudaMalloc(&p, bytes);
+        e != cudaSuccess || (e = cudaMemset(p, 0, bytes)) != cudaSuccess) {
+      (void)cudaGetLastError();
+      if (p != nullptr) cudaFree(p);
+      return Unavailable(std::string("device counters: ") + cudaGetErrorString(e));
+    }
+    st.counters = static_cast<unsigned*>(p);
+  }
+  // G4_CUDA_PDL=0 turns programmatic dependent launch off (the policy line says so): for
+  // measuring what it gains on the same device, not a tuning knob.
+  if (const char* pdl = std::getenv("G4_CUDA_PDL"); pdl != nullptr && std::string(pdl) == "0") {
+    policy.pdl = false;
+  }
+  ProgrammaticLaunches().store(policy.pdl);
   st.policy = policy;
   st.limits = LimitsOf(info);
   st.ordinal = ordinal;
@@ -142,6 +162,8 @@ bool Ready() {
 const DevicePolicy& Policy() { return S().policy; }
 const DeviceLimits& Limits() { return S().limits; }
 cudaStream_t Stream() { return S().stream; }
+unsigned* GemvCounter() { return S().counters; }
+unsigned* AttentionCounters() { return S().counters == nullptr ? nullptr : S().counters + 1; }
 
 bool Failed() { return !S().error.ok(); }
 

@@ -30,6 +30,13 @@ bool Ready();
 const DevicePolicy& Policy();
 const DeviceLimits& Limits();
 cudaStream_t Stream();
+// Device counters of the kernels whose last block finishes the work (made zero at Init; each
+// launch leaves its counters zero). One set suffices: every op runs on Stream(), one kernel
+// after another. The GEMV with a ResidualNorm tail (GemvResidual, matmul.h) takes one; split
+// attention (attention.h) the other kDeviceCounters - 1, one per (KV head, query tile).
+inline constexpr int64_t kDeviceCounters = 4096;
+unsigned* GemvCounter();
+unsigned* AttentionCounters();
 
 // Records the first failure (logged once); false when `e` / `s` is an error, or an earlier
 // failure is already recorded (the device may be unusable after one). While capturing, an error

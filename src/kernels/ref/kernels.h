@@ -31,8 +31,7 @@ void Embed(ThreadPool& pool, const TensorView& table, const int32_t* ids, int64_
 void Add(ThreadPool& pool, const float* a, const float* b, int64_t n, float* out);
 void Scale(ThreadPool& pool, float* x, int64_t n, float s);
 void ResidualNorm(ThreadPool& pool, const ResidualNormArgs& a);
-void NormRope(ThreadPool& pool, float* x, const TensorView& w, const int32_t* positions,
-              int64_t T, int64_t H, int64_t D, float eps, const float* inv_freq);
+void NormRope(ThreadPool& pool, const NormRopeArgs& args);
 // Plain row copies: also the CPU backend's KvWrite (memcpy has nothing left to vectorize).
 void KvWrite(ThreadPool& pool, const KvWriteArgs& a);
 

@@ -2,11 +2,12 @@
 
 namespace g4::ref {
 
-// The two ops in sequence, as the model ran them before NormRope existed.
-void NormRope(ThreadPool& pool, float* x, const TensorView& w, const int32_t* positions,
-              int64_t T, int64_t H, int64_t D, float eps, const float* inv_freq) {
-  RmsNorm(pool, x, w, T * H, D, eps, x);
-  if (inv_freq != nullptr) Rope(pool, x, positions, T, H, D, inv_freq);
+// Each part as the two ops in sequence, then the KvWrite, as the model ran them before.
+void NormRope(ThreadPool& pool, const NormRopeArgs& a) {
+  NormRopeEach(
+      a, [&](float* x, const TensorView& w, int64_t R) { RmsNorm(pool, x, w, R, a.D, a.eps, x); },
+      [&](float* x, int64_t H) { Rope(pool, x, a.positions, a.T, H, a.D, a.inv_freq); },
+      [&](const KvWriteArgs& kv) { KvWrite(pool, kv); });
 }
 
 }  // namespace g4::ref

@@ -7,6 +7,14 @@ namespace g4::ref {
 // The unfused sequence, op by op, as the model ran it before the op existed.
 void ResidualNorm(ThreadPool& pool, const ResidualNormArgs& a) {
   if (a.R <= 0 || a.D <= 0) return;
+  if (a.proj != nullptr) {
+    return ResidualNormParts(
+        a,
+        [&](const TensorView& w, const float* x, int64_t T, float* y) {
+          MatMul(pool, w, x, T, y);
+        },
+        [&](const ResidualNormArgs& n) { ResidualNorm(pool, n); });
+  }
   const TensorView none;
   const int64_t n = a.R * a.D;
   std::vector<float> normed(static_cast<size_t>(n));

@@ -153,6 +153,31 @@ TEST(CudaAttentionTest, MatchesReference) {
       check("bc 8, splits " + std::to_string(splits),
             AttentionDeviceWithPlan(a, SmallPlan(c.head_dim, dev), splits, nullptr));
     }
+    // Merged by the last split of each tile (counters): bit for bit the merge kernel's output,
+    // twice in a row (a run must leave its counters zero); with too few counters, the kernel.
+    constexpr int64_t kCounters = 64;
+    DeviceBytes counters(kCounters * sizeof(unsigned));
+    ASSERT_EQ(cudaMemset(counters.get(), 0, kCounters * sizeof(unsigned)), cudaSuccess);
+    auto result = [&] {
+      SyncOrFail();
+      std::vector<float> out = dout.Download<float>(static_cast<size_t>(qn));
+      EXPECT_EQ(cudaMemset(dout.get(), 0x7f, static_cast<size_t>(qn) * 4), cudaSuccess);
+      return out;
+    };
+    const AttentionPlan plan = SmallPlan(c.head_dim, dev);
+    for (int splits : {3, 7}) {
+      SCOPED_TRACE(c.name + ": merged by the last split, splits " + std::to_string(splits));
+      ASSERT_TRUE(AttentionDeviceWithPlan(a, plan, splits, nullptr).ok());
+      const std::vector<float> by_kernel = result();
+      for (int run = 0; run < 2; ++run) {
+        ASSERT_TRUE(AttentionDeviceWithPlan(a, plan, splits, nullptr, counters.as<unsigned>(),
+                                            kCounters)
+                        .ok());
+        EXPECT_EQ(result(), by_kernel) << "run " << run;
+      }
+    }
+    check("splits 3, one counter (the merge kernel when tiles x heads > 1)",
+          AttentionDeviceWithPlan(a, plan, 3, nullptr, counters.as<unsigned>(), 1));
   }
 }
 

@@ -1,7 +1,11 @@
-// cuda::NormRope against ref::NormRope (ref::RmsNorm per head, then ref::Rope): weights
+// cuda::NormRope against ref::NormRope (ref::RmsNorm per head, then ref::Rope): one to three
+// parts per launch (a layer's q, k and v: v without weight or rotation), weights
 // none/F32/BF16/F16, the default and the proportional RoPE (zeros in inv_freq), no rotation
 // (inv_freq null), odd T and H, head dims 1 to 512 (odd ones keep their last element
-// unrotated), positions up to 131071. The norm's f32 sum of squares is cuda::RmsNorm's (~2e-5
+// unrotated), positions up to 131071. With a KV write (NormRopeArgs::kv) on device buffers: the
+// launch's own cache stores against NormRope then KvWrite, bit for bit (a ring slot, a full
+// cache, a skipped negative position and one past the capacity, and a write the launch cannot
+// take, which runs as KvWrite). The norm's f32 sum of squares is cuda::RmsNorm's (~2e-5
 // of |x| at worst, rms_norm_test.cc) and the rotation is f64 as in the ref: tolerance 3e-5 of
 // the head's largest |ref|.
 #include <algorithm>
@@ -11,6 +15,7 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_test_util.h"
+#include "kernels/cuda/device_buffers.h"
 #include "kernels/ref/kernels.h"
 #include "kernels/test_util.h"
 
@@ -34,27 +39,107 @@ TEST_F(CudaNormRopeTest, MatchesRefForEveryWeightDTypeAndRope) {
       for (int64_t D : {1, 2, 33, 256, 512}) {
         for (int rope = 0; rope < 3; ++rope) {  // none, default, proportional
           const std::optional<DType> wt = wtypes[(seed / 3) % 4];
+          const int count = 1 + static_cast<int>(seed % 3);  // q; q, k; q, k, v
           SCOPED_TRACE(::testing::Message() << "T=" << T << " H=" << H << " D=" << D
-                                            << " rope=" << rope
+                                            << " rope=" << rope << " parts=" << count
                                             << " w=" << (wt ? DTypeName(*wt) : "none"));
           const std::vector<float> inv = rope == 2 ? InvFreq(D, 1e6, D / 8)
                                                    : InvFreq(D, 1e4, D / 2);
-          const float* inv_freq = rope == 0 ? nullptr : inv.data();
           std::vector<int32_t> pos(static_cast<size_t>(T));
           std::uniform_int_distribution<int32_t> pd(0, 131071);
           for (auto& p : pos) p = pd(rng);
           const StoredTensor w(RandomFloats(D, ++seed, -0.5f, 2.0f), wt.value_or(DType::kF32),
                                {D}, false);
           const TensorView wv = wt ? w.view() : TensorView{};
-          std::vector<float> x = RandomFloats(T * H * D, ++seed, -3.0f, 3.0f), ref = x;
-          ref::NormRope(pool_, ref.data(), wv, pos.data(), T, H, D, 1e-6f, inv_freq);
-          NormRope(pool_, x.data(), wv, pos.data(), T, H, D, 1e-6f, inv_freq);
-          EXPECT_LE(MaxRowError(x, ref, D), 3e-5);
+          const int64_t heads[kMaxNormRopeParts] = {H, (H + 1) / 2, (H + 1) / 2};
+          std::vector<float> x[kMaxNormRopeParts], ref[kMaxNormRopeParts];
+          NormRopeArgs a, r;
+          a.positions = r.positions = pos.data();
+          a.T = r.T = T, a.D = r.D = D, a.eps = r.eps = 1e-6f;
+          a.inv_freq = r.inv_freq = rope == 0 ? nullptr : inv.data();
+          for (int p = 0; p < count; ++p) {
+            x[p] = RandomFloats(T * heads[p] * D, ++seed, -3.0f, 3.0f);
+            ref[p] = x[p];
+            const bool v = p == 2;  // the values: no weight, no rotation
+            a.Add(x[p].data(), v ? nullptr : &wv, heads[p], !v);
+            r.Add(ref[p].data(), v ? nullptr : &wv, heads[p], !v);
+          }
+          ref::NormRope(pool_, r);
+          NormRope(pool_, a);
+          for (int p = 0; p < count; ++p) EXPECT_LE(MaxRowError(x[p], ref[p], D), 3e-5) << p;
           ReleaseDeviceMemory();  // w dies here: the next w may reuse its address (kernels.h)
         }
       }
     }
   }
+}
+
+struct KvCase {
+  const char* name;
+  std::vector<int32_t> pos;
+  int32_t window;
+  int64_t capacity, C;  // C: rows the write covers (< T: not the launch's, a separate KvWrite)
+};
+
+TEST_F(CudaNormRopeTest, KvWriteInTheLaunchIsNormRopeThenKvWrite) {
+  using testing::OnDevice;
+  using testing::ToHostVector;
+  const int64_t H = 3, Hk = 2, D = 36;
+  const std::vector<float> inv = InvFreq(D, 1e4, D / 2);
+  const StoredTensor wq(RandomFloats(D, 1, -0.5f, 2.0f), DType::kBF16, {D}, false);
+  const StoredTensor wk(RandomFloats(D, 2, -0.5f, 2.0f), DType::kF32, {D}, false);
+  const KvCase cases[] = {{"ring slot", {12}, 5, 5, 1},
+                          {"full cache", {4, 5, 6}, 0, 16, 3},
+                          {"skipped rows", {-1, 7, 20}, 0, 16, 3},
+                          {"not the launch's", {3, 4}, 0, 8, 1}};
+  uint32_t seed = 40;
+  for (const KvCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const int64_t T = static_cast<int64_t>(c.pos.size()), row = Hk * D;
+    const std::vector<float> q = RandomFloats(T * H * D, ++seed), k = RandomFloats(T * row, ++seed),
+                             v = RandomFloats(T * row, ++seed);
+    const std::vector<float> kc = RandomFloats(c.capacity * row, ++seed),
+                             vc = RandomFloats(c.capacity * row, ++seed);
+    const std::vector<int32_t> pc(static_cast<size_t>(c.capacity), -1);
+    struct Dev {
+      Buffer<float> q, k, v, kc, vc;
+      Buffer<int32_t> pos, pc;
+    };
+    auto make = [&] {
+      return Dev{OnDevice(q),  OnDevice(k),     OnDevice(v), OnDevice(kc),
+                 OnDevice(vc), OnDevice(c.pos), OnDevice(pc)};
+    };
+    auto args = [&](Dev& d, NormRopeArgs* a, KvWriteArgs* kv) {
+      const TensorView& q_norm = wq.view();
+      const TensorView& k_norm = wk.view();
+      a->positions = d.pos.data(), a->T = T, a->D = D, a->eps = 1e-6f;
+      a->inv_freq = nullptr;
+      a->Add(d.q.data(), &q_norm, H, true).Add(d.k.data(), &k_norm, Hk, true);
+      a->Add(d.v.data(), nullptr, Hk, false);
+      kv->k = d.k.data(), kv->v = d.v.data(), kv->pos = d.pos.data();
+      kv->C = c.C, kv->row = row, kv->window = c.window, kv->capacity = c.capacity;
+      kv->k_cache = d.kc.data(), kv->v_cache = d.vc.data(), kv->pos_cache = d.pc.data();
+    };
+    Buffer<float> dinv = OnDevice(inv);
+    Dev fused = make(), parts = make();
+    NormRopeArgs a, b;
+    KvWriteArgs kv_a, kv_b;
+    args(fused, &a, &kv_a);
+    args(parts, &b, &kv_b);
+    a.inv_freq = b.inv_freq = dinv.data();
+    a.kv = &kv_a;
+    dev::NormRope(pool_, a);
+    dev::NormRope(pool_, b);
+    dev::KvWrite(pool_, kv_b);
+    EXPECT_EQ(ToHostVector(fused.q), ToHostVector(parts.q));
+    EXPECT_EQ(ToHostVector(fused.k), ToHostVector(parts.k));
+    EXPECT_EQ(ToHostVector(fused.v), ToHostVector(parts.v));
+    EXPECT_EQ(ToHostVector(fused.kc), ToHostVector(parts.kc));
+    EXPECT_EQ(ToHostVector(fused.vc), ToHostVector(parts.vc));
+    EXPECT_EQ(ToHostVector(fused.pc), ToHostVector(parts.pc));
+    EXPECT_NE(ToHostVector(parts.kc), kc) << "the write wrote nothing";
+  }
+  ReleaseDeviceMemory();  // wq, wk die here (kernels.h)
 }
 
 }  // namespace

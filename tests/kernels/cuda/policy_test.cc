@@ -35,6 +35,14 @@ TEST(PolicyTest, ComputeDTypeIsF16OnTuringAndBf16FromAmpere) {
   EXPECT_EQ(PolicyOrDie(H200()).compute, DType::kBF16);
 }
 
+// griddepcontrol (programmatic dependent launch) exists from SM 9.0: the H200 only.
+TEST(PolicyTest, ProgrammaticDependentLaunchFromHopper) {
+  EXPECT_FALSE(PolicyOrDie(TeslaT4()).pdl);
+  EXPECT_FALSE(PolicyOrDie(A100_40GB()).pdl);
+  EXPECT_FALSE(PolicyOrDie(NvidiaL4()).pdl);
+  EXPECT_TRUE(PolicyOrDie(H200()).pdl);
+}
+
 TEST(PolicyTest, EveryChoiceFitsTheCardsOptInSharedMemory) {
   for (const DeviceInfo& d : {TeslaT4(), NvidiaL4(), A100_40GB(), H200()}) {
     SCOPED_TRACE(d.name);
@@ -84,12 +92,14 @@ TEST(PolicyTest, PolicyLineStatesTheDecision) {
   EXPECT_TRUE(Contains(t4, " l2=4MiB ")) << t4;
   EXPECT_TRUE(Contains(t4, " w4a16_tile=64x128x64x2(42KiB) ")) << t4;
   EXPECT_TRUE(Contains(t4, " attn512=bc8(")) << t4;
+  EXPECT_TRUE(Contains(t4, " pdl=off")) << t4;
   const std::string h200 = PolicyOrDie(H200()).ToString();
   EXPECT_TRUE(Contains(h200, " cc=9.0 ")) << h200;
   EXPECT_TRUE(Contains(h200, " compute=bf16 ")) << h200;
   EXPECT_TRUE(Contains(h200, " smem_optin=227KiB ")) << h200;
   EXPECT_TRUE(Contains(h200, " l2=50MiB ")) << h200;
   EXPECT_TRUE(Contains(h200, " mem=140.4GiB ")) << h200;
+  EXPECT_TRUE(Contains(h200, " pdl=on")) << h200;
   EXPECT_TRUE(Contains(PolicyOrDie(NvidiaL4()).ToString(), " smem_optin=99KiB ")) << "L4";
   EXPECT_TRUE(Contains(PolicyOrDie(A100_40GB()).ToString(), " smem_optin=163KiB ")) << "A100";
 }

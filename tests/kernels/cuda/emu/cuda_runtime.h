@@ -417,14 +417,48 @@ inline float __shfl_xor_sync(unsigned, float v, int mask) {
   return r;
 }
 inline float __uint_as_float(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
+// Blocks run one after another and a block's threads never at once: an atomic is a plain
+// read-modify-write, a fence orders nothing more, an L2 load is a load.
+inline unsigned atomicAdd(unsigned* p, unsigned v) {
+  const unsigned old = *p;
+  *p = old + v;
+  return old;
+}
+inline void __threadfence() {}
+inline float __ldcg(const float* p) { return *p; }
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 // Round-to-nearest arithmetic the device never contracts into an FMA.
 inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __fadd_rn(float a, float b) { return a + b; }
 
+// Programmatic dependent launch (PDL): kernels run one after another here, so the wait has
+// nothing to wait for; what is checked is the contract g4 relies on: a kernel launched with the
+// attribute calls cudaGridDependencySynchronize in every thread of every block (so none reads
+// its inputs, and no grid completes, before its predecessor has), and only on a card of
+// cc >= 9.0 (the policy's pdl=on).
+inline unsigned g_pdl_waits;  // calls in the block running now
+inline void cudaGridDependencySynchronize() { ++g_pdl_waits; }
+inline void cudaTriggerProgrammaticLaunchCompletion() {}
+enum cudaLaunchAttributeID { cudaLaunchAttributeProgrammaticStreamSerialization = 5 };
+union cudaLaunchAttributeValue {
+  int programmaticStreamSerializationAllowed;
+};
+struct cudaLaunchAttribute {
+  cudaLaunchAttributeID id;
+  cudaLaunchAttributeValue val;
+};
+struct cudaLaunchConfig_t {
+  dim3 gridDim, blockDim;
+  size_t dynamicSmemBytes = 0;
+  cudaStream_t stream = nullptr;
+  cudaLaunchAttribute* attrs = nullptr;
+  unsigned numAttrs = 0;
+};
+
+namespace emu {
 template <typename... KArgs, typename... Args>
-void EmuLaunch(void (*k)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-               Args... args) {
+void Launch(void (*k)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+            bool pdl, Args... args) {
   std::lock_guard<std::recursive_mutex> lock(emu::Mu());
   const void* key = reinterpret_cast<const void*>(k);
   if (block.x == 0 || block.x > 1024 || block.y != 1 || block.z != 1) {
@@ -453,7 +487,7 @@ void EmuLaunch(void (*k)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStre
   // The arguments converted to the kernel's parameter types, as a launch does; the kernel runs
   // when the host next waits for the stream.
   std::tuple<std::decay_t<KArgs>...> params(args...);
-  emu::Enqueue(stream, [k, grid, block, smem, params]() mutable {
+  emu::Enqueue(stream, [k, grid, block, smem, pdl, params]() mutable {
     struct Call {
       void (*k)(KArgs...);
       std::tuple<std::decay_t<KArgs>...>* p;
@@ -469,9 +503,42 @@ void EmuLaunch(void (*k)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStre
         for (unsigned bx = 0; bx < grid.x; ++bx) {
           std::memset(g_dyn_smem, 0xcd, smem);  // garbage, like real smem
           blockIdx = {bx, by, bz};
+          g_pdl_waits = 0;
           emu::RunBlock(block.x, body, &call, "kernel");
+          if (pdl && g_pdl_waits < block.x) {
+            std::fprintf(stderr,
+                         "[cuda emu] kernel launched with programmatic dependent launch: block "
+                         "(%u,%u,%u) called cudaGridDependencySynchronize in %u of %u threads\n",
+                         bx, by, bz, g_pdl_waits, block.x);
+            std::abort();
+          }
         }
   });
+}
+}  // namespace emu
+
+template <typename... KArgs, typename... Args>
+void EmuLaunch(void (*k)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+               Args... args) {
+  emu::Launch(k, grid, block, smem, stream, /*pdl=*/false, args...);
+}
+
+template <typename... KArgs, typename... Args>
+cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t* c, void (*k)(KArgs...), Args... args) {
+  bool pdl = false;
+  for (unsigned i = 0; i < c->numAttrs; ++i) {
+    if (c->attrs[i].id != cudaLaunchAttributeProgrammaticStreamSerialization) {
+      return emu::Fail(cudaErrorInvalidValue, "cudaLaunchKernelEx: an attribute not emulated");
+    }
+    pdl = pdl || c->attrs[i].val.programmaticStreamSerializationAllowed != 0;
+  }
+  cudaDeviceProp p;
+  if (pdl && (cudaGetDeviceProperties(&p, 0) != cudaSuccess || p.major < 9)) {
+    return emu::Fail(cudaErrorInvalidValue,
+                     "cudaLaunchKernelEx: programmatic dependent launch below cc 9.0");
+  }
+  emu::Launch(k, c->gridDim, c->blockDim, c->dynamicSmemBytes, c->stream, pdl, args...);
+  return emu::LastError();
 }
 
 inline cudaError_t cudaGetLastError() {
