@@ -25,8 +25,8 @@ __device__ __forceinline__ void GridDependency() {
 // kernel<<<grid, block, smem, stream>>>(args...), with the PDL attribute when the policy has
 // it (ProgrammaticLaunches). Errors are the launch's, read by cudaGetLastError as for <<<>>>.
 template <typename... KArgs, typename... Args>
-void LaunchKernel(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-            Args... args) {
+void LaunchKernel(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem,
+                  cudaStream_t stream, Args... args) {
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
   config.blockDim = block;
