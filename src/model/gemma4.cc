@@ -294,9 +294,9 @@ Status Gemma4Model::RunOps(Backend& be, ForwardWorkspace& ws, std::span<const Ba
     qkv_norm.positions = d_pos;
     qkv_norm.T = R, qkv_norm.D = hd, qkv_norm.eps = eps, qkv_norm.inv_freq = inv_freq;
     qkv_norm.Add(q.data(), &lw.q_norm, nq, /*rope=*/true);
-    // A decode item's cache write (one row) is taken before the norms, so that with a single
-    // item the norm op stores k and v itself (NormRopeArgs::kv); a store issues nothing but
-    // the write for one row (kv_store.h). Other items write after the norms.
+    // Decode items' cache writes (one row each) are taken before the norms, so that the norm op
+    // stores their k and v itself (NormRopeArgs::kv); a store issues nothing but the write for
+    // one row (kv_store.h). Other items write after the norms.
     std::vector<KvWriteArgs> taken;
     const KvWriter take = [&taken](const KvWriteArgs& w) { taken.push_back(w); };
     auto decode_item = [&](size_t b) {
@@ -318,10 +318,13 @@ Status Gemma4Model::RunOps(Backend& be, ForwardWorkspace& ws, std::span<const Ba
                                                           v_buf->data() + r0 * nkv * hd,
                                                           d_pos + r0, 1));
       }
-      if (taken.size() == 1 && taken[0].C == R) qkv_norm.kv = &taken[0];
+      if (taken.size() <= static_cast<size_t>(kMaxNormRopeKvWrites)) {
+        qkv_norm.kv = taken.data();
+        qkv_norm.kv_count = static_cast<int>(taken.size());
+      }
     }
     be.NormRope(qkv_norm);
-    if (qkv_norm.kv == nullptr) {
+    if (qkv_norm.kv_count == 0) {
       for (const KvWriteArgs& w : taken) be.KvWrite(w);
     }
     if (!l.kv_shared()) {
@@ -343,9 +346,10 @@ Status Gemma4Model::RunOps(Backend& be, ForwardWorkspace& ws, std::span<const Ba
     }
     const std::vector<KvView>& lv = views[static_cast<size_t>(l.kv_source)];
     G4_RETURN_IF_ERROR(attn.Allocate(q.size()));                    // attn: [R, nq, hd]
+    AttentionBatchArgs batch;  // the items' attention, up to kMaxAttentionBatch per op
     for (size_t b = 0; b < B; ++b) {
       const int64_t r0 = row_begin[b];
-      AttentionArgs args;
+      AttentionArgs& args = batch.items[batch.count++];
       args.q = q.data() + r0 * nq * hd;
       args.k = lv[b].k;
       args.v = lv[b].v;
@@ -359,7 +363,10 @@ Status Gemma4Model::RunOps(Backend& be, ForwardWorkspace& ws, std::span<const Ba
       args.window = l.sliding() ? c.sliding_window : 0;
       args.scale = 1.0f;  // Gemma 4: no 1/sqrt(d); q_norm/k_norm set the scale
       args.out = attn.data() + r0 * nq * hd;
-      be.Attention(args);
+      if (batch.count == kMaxAttentionBatch || b + 1 == B) {
+        be.AttentionBatch(batch);
+        batch.count = 0;
+      }
     }
     residual(lw.o_proj, attn.data(), lw.post_attn_norm, 1.0f, &lw.pre_ff_norm);
 

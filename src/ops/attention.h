@@ -26,4 +26,23 @@ struct AttentionArgs {
 
 using AttentionFn = void (*)(ThreadPool& pool, const AttentionArgs& args);
 
+// Several sequences' attention as one op (a decode step's items): each of items[0..count) as
+// AttentionFn computes it. Every item has the same n_heads, n_kv_heads, head_dim, window and
+// scale (one layer); T, S and the pointers are its own. A device runs the batch as one launch
+// where one item at a time would be `count` launches per layer.
+inline constexpr int kMaxAttentionBatch = 8;
+
+struct AttentionBatchArgs {
+  AttentionArgs items[kMaxAttentionBatch];
+  int count = 0;
+};
+
+using AttentionBatchFn = void (*)(ThreadPool& pool, const AttentionBatchArgs& batch);
+
+// The batch as one kAttend per item: the ref and CPU ops.
+template <AttentionFn kAttend>
+void AttentionEach(ThreadPool& pool, const AttentionBatchArgs& batch) {
+  for (int i = 0; i < batch.count; ++i) kAttend(pool, batch.items[i]);
+}
+
 }  // namespace g4

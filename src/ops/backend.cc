@@ -27,6 +27,7 @@ OpTable MakeRefTable() {
   t.rms_norm = ref::RmsNorm;
   t.rope = ref::Rope;
   t.attention = ref::Attention;
+  t.attention_batch = AttentionEach<ref::Attention>;
   t.gelu_mul = ref::GeluMul;
   t.softcap = ref::Softcap;
   t.embed = ref::Embed;
@@ -65,6 +66,7 @@ OpTable MakeCpuTable() {
   t.grouped_matmul = MatMulEach<cpu::MatMul, cpu::GeluMul>;
   t.rms_norm = cpu::RmsNorm;
   t.attention = cpu::Attention;
+  t.attention_batch = AttentionEach<cpu::Attention>;
   t.gelu_mul = cpu::GeluMul;
   t.softcap = cpu::Softcap;
   t.embed = cpu::Embed;
@@ -86,6 +88,7 @@ OpTable MakeCudaTable() {
   t.rms_norm = cuda::dev::RmsNorm;
   t.rope = cuda::dev::Rope;
   t.attention = cuda::dev::Attention;
+  t.attention_batch = cuda::dev::AttentionBatch;
   t.gelu_mul = cuda::dev::GeluMul;
   t.softcap = cuda::dev::Softcap;
   t.embed = cuda::dev::Embed;

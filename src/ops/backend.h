@@ -43,6 +43,7 @@ struct OpTable {
   RmsNormFn rms_norm = nullptr;
   RopeFn rope = nullptr;
   AttentionFn attention = nullptr;
+  AttentionBatchFn attention_batch = nullptr;
   GeluMulFn gelu_mul = nullptr;
   SoftcapFn softcap = nullptr;
   EmbedFn embed = nullptr;
@@ -84,7 +85,7 @@ class Backend {
   Memory& memory() const { return memory_; }
   // "backend=cpu isa=AVX2 threads=2 compute=f32": the first part of the device policy line.
   // CUDA: "backend=cuda device=NVIDIA_H200 cc=9.0 ... compute=bf16 smem_optin=227KiB
-  // w4a16_tile=... attn256=... attn512=... activations=device threads=16".
+  // gemm_tile=... w4a16_tile=... attn256=... attn512=... activations=device threads=16".
   std::string PolicyString() const;
 
   // Times every op call into `profiler` while it is enabled; nullptr detaches. The profiler
@@ -116,6 +117,9 @@ class Backend {
   }
   void Attention(const AttentionArgs& args) {
     Timed(OpProfiler::kAttention, [&] { ops_.attention(pool_, args); });
+  }
+  void AttentionBatch(const AttentionBatchArgs& batch) {
+    Timed(OpProfiler::kAttention, [&] { ops_.attention_batch(pool_, batch); });
   }
   void GeluMul(const float* gate, const float* up, int64_t n, float* out) {
     GeluMulRows(gate, up, 1, n, n, out);

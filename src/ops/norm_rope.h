@@ -6,8 +6,9 @@
 // Rope as ops/rope.h (NeoX half split, angles in f64). A layer's q, k and v (v: no weight, no
 // rotation) are one op because a device runs each op as its own launch (a recorded decode step
 // is a chain of them) while every head needs only its own D values. Parts must not overlap.
-// With kv, the op also stores a layer's k and v (parts 1 and 2), once final, into a KV cache as
-// KvWrite(*kv) does (ops/kv_write.h): at decode the cache write is part of the same launch.
+// With kv, the op also stores a layer's k and v (parts 1 and 2), once final, into KV caches as
+// KvWrite(kv[j]) does for each write (ops/kv_write.h): at decode the cache writes of a batch's
+// items are part of the same launch.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,8 @@ struct NormRopePart {
 };
 
 inline constexpr int kMaxNormRopeParts = 3;
+// The most KV writes one NormRope takes (a decode batch's items, one row each).
+inline constexpr int kMaxNormRopeKvWrites = 8;
 
 struct NormRopeArgs {
   NormRopePart parts[kMaxNormRopeParts];
@@ -34,9 +37,12 @@ struct NormRopeArgs {
   int64_t T = 0, D = 0;
   float eps = 0.0f;
   const float* inv_freq = nullptr;     // [D/2]; nullptr: no part rotates
-  // Optional: KvWrite of parts[1] (k) and parts[2] (v) after the norms: kv->k == parts[1].x,
-  // kv->v == parts[2].x, kv->C == T, kv->row == H * D of both.
+  // Optional: kv[0..kv_count) (at most kMaxNormRopeKvWrites), KvWrites of rows of parts[1] (k)
+  // and parts[2] (v) after the norms: write j covers rows [r_j, r_j + kv[j].C) of both
+  // (kv[j].k == parts[1].x + r_j * row, kv[j].v == parts[2].x + r_j * row, r_j + C <= T,
+  // row == kv[j].row == H * D of both), and the writes' rows are disjoint.
   const KvWriteArgs* kv = nullptr;
+  int kv_count = 0;
 
   // Appends a part; returns *this so a layer's parts read as one expression.
   NormRopeArgs& Add(float* x, const TensorView* w, int64_t H, bool rope) {
@@ -49,7 +55,7 @@ using NormRopeFn = void (*)(ThreadPool& pool, const NormRopeArgs& args);
 
 // The op as its steps, for a backend without a fused kernel: norm(x, w, rows) in place for
 // each part (w empty: no weight; rows = T * H), then rotate(x, H) where the part rotates, then
-// kv_write(*kv) when there is one.
+// kv_write(kv[j]) for each KV write.
 template <class Norm, class Rotate, class Write>
 void NormRopeEach(const NormRopeArgs& a, Norm&& norm, Rotate&& rotate, Write&& kv_write) {
   for (int p = 0; p < a.count; ++p) {
@@ -57,7 +63,18 @@ void NormRopeEach(const NormRopeArgs& a, Norm&& norm, Rotate&& rotate, Write&& k
     norm(part.x, part.w != nullptr ? *part.w : TensorView{}, a.T * part.H);
     if (part.rope && a.inv_freq != nullptr) rotate(part.x, part.H);
   }
-  if (a.kv != nullptr) kv_write(*a.kv);
+  for (int j = 0; j < a.kv_count; ++j) kv_write(a.kv[j]);
+}
+
+// norm_rope(a without its KV writes), then kv_write(kv[j]) for each write: how a backend runs
+// writes its fused launch cannot take.
+template <class Op, class Write>
+void NormRopeThenWrites(const NormRopeArgs& a, Op&& norm_rope, Write&& kv_write) {
+  NormRopeArgs norms = a;
+  norms.kv = nullptr;
+  norms.kv_count = 0;
+  norm_rope(norms);
+  for (int j = 0; j < a.kv_count; ++j) kv_write(a.kv[j]);
 }
 
 }  // namespace g4

@@ -118,6 +118,7 @@ TEST(NormRopeTest, KvWriteStoresTheFinalKAndV) {
   const KvWriteArgs kv = kv_of(x, kc, vc, pc), ref_kv = kv_of(ref, ref_kc, ref_vc, ref_pc);
   NormRopeArgs a = x.Args(&wv, &wv, pos.data(), T, H, Hk, D, inv.data());
   a.kv = &kv;
+  a.kv_count = 1;
   cpu(pool, a);
   ref::NormRope(pool, ref.Args(&wv, &wv, pos.data(), T, H, Hk, D, inv.data()));
   ref::KvWrite(pool, ref_kv);

@@ -32,9 +32,19 @@ struct AttnParams {
   float* part_m;     // [splits, n_kv * rows_total] running max (-inf: saw nothing)
   float* part_l;     // [splits, n_kv * rows_total] softmax denominator
   float* part_acc;   // [splits, n_kv * rows_total, hd] unnormalized output
-  // [n_kv, row tiles], zero between launches: with splits > 1 the last split of a tile to finish
-  // merges its rows (CombineRow) and resets its counter; nullptr: AttnCombineKernel merges.
+  // [n_kv, row_tiles], zero between launches: with splits > 1 the last split of a tile to
+  // finish merges its rows (CombineRow) and resets its counter; nullptr: AttnCombineKernel
+  // merges.
   unsigned* counters;
+  int64_t row_tiles;  // query tiles of rows_total
+};
+
+// One launch's items (ops/attention.h AttentionBatchArgs), passed by value: blocks (x, y, z) =
+// (query tile, item * n_kv + KV head, key split), the grid spanning the largest item; a block
+// outside its item's tiles or splits exits.
+struct AttnBatch {
+  AttnParams item[kMaxAttentionBatch];
+  int64_t n_kv;  // every item's
 };
 
 // Merges the key splits of row gi (kv head * rows_total + row) in one warp: out = sum_s acc_s
@@ -74,15 +84,17 @@ __device__ __forceinline__ void CombineRow(const AttnParams& p, int64_t gi, int 
 
 // kPerLane: head_dim / 32 upper bound (registers are indexed statically; lanes skip i >= hd/32).
 template <int kPerLane, int kRows>
-__global__ void __launch_bounds__(kAttentionWarps * 32) AttnKernel(AttnParams p) {
+__global__ void __launch_bounds__(kAttentionWarps * 32) AttnKernel(const AttnBatch batch) {
   GridDependency();
+  const AttnParams& p = batch.item[blockIdx.y / batch.n_kv];
+  if (blockIdx.x >= p.row_tiles || blockIdx.z >= p.splits) return;  // block-uniform
   extern __shared__ __align__(16) float smem[];
   const int hd = static_cast<int>(p.hd), per_lane = hd / 32, bc = p.bc;
   float* ks = smem;              // [bc, hd]
   float* vs = ks + bc * hd;      // [bc, hd]
   float* scores = vs + bc * hd;  // [warps * kRows, bc]
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-  const int64_t kvh = blockIdx.y;
+  const int64_t kvh = blockIdx.y % batch.n_kv;
   const int split = static_cast<int>(blockIdx.z);
   const int64_t row0 = (static_cast<int64_t>(blockIdx.x) * kAttentionWarps + warp) * kRows;
 
@@ -204,7 +216,7 @@ __global__ void __launch_bounds__(kAttentionWarps * 32) AttnKernel(AttnParams p)
   // before the block counts itself, and the merging block fences again before it reads.
   __threadfence();
   __syncthreads();  // every warp's partials written and fenced before thread 0 counts the block
-  unsigned* counter = p.counters + kvh * gridDim.x + blockIdx.x;
+  unsigned* counter = p.counters + kvh * p.row_tiles + blockIdx.x;
   if (!__syncthreads_or(threadIdx.x == 0 &&
                         atomicAdd(counter, 1u) == static_cast<unsigned>(p.splits) - 1)) {
     return;
@@ -241,8 +253,7 @@ Status CheckArgs(const AttentionArgs& a) {
 }
 
 template <int kPerLane, int kRows>
-Status Launch(const AttnParams& p, const AttentionPlan& plan, int64_t row_tiles,
-              cudaStream_t stream) {
+Status Launch(const AttnBatch& batch, const AttentionPlan& plan, dim3 grid, cudaStream_t stream) {
   auto kernel = AttnKernel<kPerLane, kRows>;
   if (plan.smem_bytes > 48 * 1024 || plan.needs_optin) {
     const cudaError_t e = cudaFuncSetAttribute(
@@ -252,90 +263,151 @@ Status Launch(const AttnParams& p, const AttentionPlan& plan, int64_t row_tiles,
                       " bytes of shared memory: " + cudaGetErrorString(e));
     }
   }
-  const dim3 grid(static_cast<unsigned>(row_tiles), static_cast<unsigned>(p.n_kv),
-                  static_cast<unsigned>(p.splits));
   LaunchKernel(kernel, grid, kAttentionWarps * 32, static_cast<size_t>(plan.smem_bytes), stream,
-               p);
+               batch);
   return LaunchStatus("attention launch");
 }
 
-}  // namespace
-
-Status AttentionDeviceWithPlan(const AttentionArgs& a, const AttentionPlan& plan, int splits,
-                               cudaStream_t stream, unsigned* counters, int64_t n_counters) {
-  G4_RETURN_IF_ERROR(CheckArgs(a));
-  if (plan.head_dim != a.head_dim || plan.warps != kAttentionWarps || plan.bc <= 0 ||
+Status CheckPlan(const AttentionPlan& plan, int64_t head_dim) {
+  if (plan.head_dim != head_dim || plan.warps != kAttentionWarps || plan.bc <= 0 ||
       plan.smem_bytes != AttentionSmemBytes(plan.head_dim, plan.bc, plan.warps,
                                             plan.rows_per_warp) ||
       plan.rows_per_warp != (plan.head_dim <= 256 ? 4 : 2)) {
     return InvalidArgument("AttentionDevice: plan (head_dim " + std::to_string(plan.head_dim) +
                            ", bc " + std::to_string(plan.bc) + ") does not match head_dim " +
-                           std::to_string(a.head_dim) + " or the kernel layout");
+                           std::to_string(head_dim) + " or the kernel layout");
   }
-  if (splits < 1) return InvalidArgument("AttentionDevice: splits must be >= 1");
-  if (a.T == 0) return Status::Ok();
-  const size_t out_bytes = static_cast<size_t>(a.T * a.n_heads * a.head_dim) * sizeof(float);
-  if (a.S == 0) {  // no keys: every query sees nothing
-    const cudaError_t e = cudaMemsetAsync(a.out, 0, out_bytes, stream);
-    return e == cudaSuccess ? Status::Ok()
-                            : Internal(std::string("attention memset: ") + cudaGetErrorString(e));
-  }
+  return Status::Ok();
+}
 
-  AttnParams p{};
-  p.q = a.q;
-  p.k = a.k;
-  p.v = a.v;
-  p.q_pos = a.q_pos;
-  p.k_pos = a.k_pos;
-  p.T = a.T;
-  p.S = a.S;
-  p.n_heads = a.n_heads;
-  p.n_kv = a.n_kv_heads;
-  p.hd = a.head_dim;
-  p.group = a.n_heads / a.n_kv_heads;
-  p.rows_total = a.T * p.group;
-  p.window = a.window;
-  p.scale = a.scale;
-  p.out = a.out;
-  p.bc = plan.bc;
-  // Whole key tiles per split; recount so that no split is empty.
-  const int64_t key_tiles = (a.S + plan.bc - 1) / plan.bc;
-  const int64_t want = splits < key_tiles ? splits : key_tiles;
-  p.chunk = (key_tiles + want - 1) / want * plan.bc;
-  p.splits = static_cast<int>((a.S + p.chunk - 1) / p.chunk);
-  const int64_t row_tiles = (p.rows_total + plan.rows_per_block() - 1) / plan.rows_per_block();
-  if (row_tiles > 0x7fffffff || a.n_kv_heads > 65535) {
+// Every item well-formed and of item 0's heads and head_dim.
+Status CheckBatch(const AttentionArgs* items, int count) {
+  if (count < 1 || count > kMaxAttentionBatch) {
+    return InvalidArgument("AttentionDevice: a batch of " + std::to_string(count) +
+                           " items (1 to " + std::to_string(kMaxAttentionBatch) + ")");
+  }
+  for (int i = 0; i < count; ++i) {
+    const AttentionArgs& a = items[i];
+    G4_RETURN_IF_ERROR(CheckArgs(a));
+    if (a.n_heads != items[0].n_heads || a.n_kv_heads != items[0].n_kv_heads ||
+        a.head_dim != items[0].head_dim) {
+      return InvalidArgument("AttentionDevice: batch item " + std::to_string(i) +
+                             " has other heads or head_dim than item 0");
+    }
+  }
+  return Status::Ok();
+}
+
+int64_t RowTiles(const AttentionArgs& a, const AttentionPlan& plan) {
+  const int64_t rows_total = a.T * (a.n_heads / a.n_kv_heads);
+  return (rows_total + plan.rows_per_block() - 1) / plan.rows_per_block();
+}
+
+}  // namespace
+
+Status AttentionBatchWithPlan(const AttentionArgs* items, int count, const AttentionPlan& plan,
+                              const int* splits, cudaStream_t stream, unsigned* counters,
+                              int64_t n_counters) {
+  G4_RETURN_IF_ERROR(CheckBatch(items, count));
+  G4_RETURN_IF_ERROR(CheckPlan(plan, items[0].head_dim));
+  AttnBatch batch{};
+  batch.n_kv = items[0].n_kv_heads;
+  int n = 0;
+  int64_t max_tiles = 0, part_floats = 0, split_tiles = 0;
+  int64_t part_at[kMaxAttentionBatch] = {};  // item's split state: floats into `part`
+  int max_splits = 1;
+  for (int i = 0; i < count; ++i) {
+    const AttentionArgs& a = items[i];
+    if (splits[i] < 1) return InvalidArgument("AttentionDevice: splits must be >= 1");
+    if (a.T == 0) continue;
+    if (a.S == 0) {  // no keys: every query sees nothing
+      const size_t bytes = static_cast<size_t>(a.T * a.n_heads * a.head_dim) * sizeof(float);
+      const cudaError_t e = cudaMemsetAsync(a.out, 0, bytes, stream);
+      if (e != cudaSuccess) {
+        return Internal(std::string("attention memset: ") + cudaGetErrorString(e));
+      }
+      continue;
+    }
+    AttnParams& p = batch.item[n++];
+    p.q = a.q;
+    p.k = a.k;
+    p.v = a.v;
+    p.q_pos = a.q_pos;
+    p.k_pos = a.k_pos;
+    p.T = a.T;
+    p.S = a.S;
+    p.n_heads = a.n_heads;
+    p.n_kv = a.n_kv_heads;
+    p.hd = a.head_dim;
+    p.group = a.n_heads / a.n_kv_heads;
+    p.rows_total = a.T * p.group;
+    p.window = a.window;
+    p.scale = a.scale;
+    p.out = a.out;
+    p.bc = plan.bc;
+    // Whole key tiles per split; recount so that no split is empty.
+    const int64_t key_tiles = (a.S + plan.bc - 1) / plan.bc;
+    const int64_t want = splits[i] < key_tiles ? splits[i] : key_tiles;
+    p.chunk = (key_tiles + want - 1) / want * plan.bc;
+    p.splits = static_cast<int>((a.S + p.chunk - 1) / p.chunk);
+    p.row_tiles = RowTiles(a, plan);
+    if (p.splits > 1) {
+      const int64_t rows = a.n_kv_heads * p.rows_total;
+      part_at[n - 1] = part_floats;
+      part_floats += p.splits * rows * (2 + a.head_dim);
+      split_tiles += a.n_kv_heads * p.row_tiles;
+    }
+    max_tiles = p.row_tiles > max_tiles ? p.row_tiles : max_tiles;
+    max_splits = p.splits > max_splits ? p.splits : max_splits;
+  }
+  if (n == 0) return Status::Ok();
+  if (max_tiles > 0x7fffffff || batch.n_kv * n > 65535) {
     return InvalidArgument("AttentionDevice: grid too large");
   }
 
   void* part = nullptr;
-  const int64_t rows = a.n_kv_heads * p.rows_total;
-  if (p.splits > 1) {
-    const size_t bytes = static_cast<size_t>(p.splits * rows * (2 + a.head_dim)) * sizeof(float);
+  if (part_floats > 0) {
+    const size_t bytes = static_cast<size_t>(part_floats) * sizeof(float);
     const cudaError_t e = cudaMallocAsync(&part, bytes, stream);
     if (e != cudaSuccess) {
       return Internal("attention: cannot allocate " + std::to_string(bytes) +
                       " bytes of split state: " + cudaGetErrorString(e));
     }
-    p.part_m = static_cast<float*>(part);
+  }
+  // The last split of each tile merges when every split item's tiles get a counter.
+  const bool merge_in_kernel = counters != nullptr && split_tiles <= n_counters;
+  int64_t counter0 = 0;
+  for (int i = 0; i < n; ++i) {
+    AttnParams& p = batch.item[i];
+    if (p.splits == 1) continue;
+    const int64_t rows = p.n_kv * p.rows_total;
+    p.part_m = static_cast<float*>(part) + part_at[i];
     p.part_l = p.part_m + p.splits * rows;
     p.part_acc = p.part_l + p.splits * rows;
-  }
-  if (p.splits > 1 && counters != nullptr && row_tiles * a.n_kv_heads <= n_counters) {
-    p.counters = counters;  // the last split of each tile merges: no AttnCombineKernel
+    if (merge_in_kernel) {
+      p.counters = counters + counter0;
+      counter0 += p.n_kv * p.row_tiles;
+    }
   }
   const Status st = [&]() -> Status {
-    if (a.head_dim <= 256) {
-      G4_RETURN_IF_ERROR((Launch<8, 4>(p, plan, row_tiles, stream)));
+    const dim3 grid(static_cast<unsigned>(max_tiles), static_cast<unsigned>(batch.n_kv * n),
+                    static_cast<unsigned>(max_splits));
+    if (items[0].head_dim <= 256) {
+      G4_RETURN_IF_ERROR((Launch<8, 4>(batch, plan, grid, stream)));
     } else {
-      G4_RETURN_IF_ERROR((Launch<16, 2>(p, plan, row_tiles, stream)));
+      G4_RETURN_IF_ERROR((Launch<16, 2>(batch, plan, grid, stream)));
     }
-    if (p.splits == 1 || p.counters != nullptr) return Status::Ok();
-    constexpr int kCombineWarps = 4;
-    LaunchKernel(AttnCombineKernel,
-                 static_cast<unsigned>((rows + kCombineWarps - 1) / kCombineWarps),
-                 kCombineWarps * 32, 0, stream, p);
-    return LaunchStatus("attention combine launch");
+    for (int i = 0; i < n; ++i) {
+      const AttnParams& p = batch.item[i];
+      if (p.splits == 1 || p.counters != nullptr) continue;
+      constexpr int kCombineWarps = 4;
+      const int64_t rows = p.n_kv * p.rows_total;
+      LaunchKernel(AttnCombineKernel,
+                   static_cast<unsigned>((rows + kCombineWarps - 1) / kCombineWarps),
+                   kCombineWarps * 32, 0, stream, p);
+      G4_RETURN_IF_ERROR(LaunchStatus("attention combine launch"));
+    }
+    return Status::Ok();
   }();
   if (part != nullptr) {
     const cudaError_t e = cudaFreeAsync(part, stream);
@@ -346,16 +418,29 @@ Status AttentionDeviceWithPlan(const AttentionArgs& a, const AttentionPlan& plan
   return st;
 }
 
+Status AttentionDeviceWithPlan(const AttentionArgs& a, const AttentionPlan& plan, int splits,
+                               cudaStream_t stream, unsigned* counters, int64_t n_counters) {
+  return AttentionBatchWithPlan(&a, 1, plan, &splits, stream, counters, n_counters);
+}
+
+Status AttentionBatchDevice(const AttentionArgs* items, int count, const DeviceLimits& dev,
+                            cudaStream_t stream, unsigned* counters, int64_t n_counters) {
+  G4_RETURN_IF_ERROR(CheckBatch(items, count));
+  G4_ASSIGN_OR_RETURN(AttentionPlan plan, ChooseAttentionPlan(items[0].head_dim, dev.smem_optin,
+                                                              dev.smem_default));
+  // The whole launch's query blocks decide whether keys are split to fill the device.
+  int64_t query_blocks = 0;
+  for (int i = 0; i < count; ++i) query_blocks += RowTiles(items[i], plan) * items[i].n_kv_heads;
+  int splits[kMaxAttentionBatch];
+  for (int i = 0; i < count; ++i) {
+    splits[i] = AttentionKeySplits(query_blocks, items[i].S, plan.bc, dev.sm_count);
+  }
+  return AttentionBatchWithPlan(items, count, plan, splits, stream, counters, n_counters);
+}
+
 Status AttentionDevice(const AttentionArgs& a, const DeviceLimits& dev, cudaStream_t stream,
                        unsigned* counters, int64_t n_counters) {
-  G4_RETURN_IF_ERROR(CheckArgs(a));
-  G4_ASSIGN_OR_RETURN(AttentionPlan plan,
-                      ChooseAttentionPlan(a.head_dim, dev.smem_optin, dev.smem_default));
-  const int64_t rows_total = a.T * (a.n_heads / a.n_kv_heads);
-  const int64_t query_blocks =
-      (rows_total + plan.rows_per_block() - 1) / plan.rows_per_block() * a.n_kv_heads;
-  const int splits = AttentionKeySplits(query_blocks, a.S, plan.bc, dev.sm_count);
-  return AttentionDeviceWithPlan(a, plan, splits, stream, counters, n_counters);
+  return AttentionBatchDevice(&a, 1, dev, stream, counters, n_counters);
 }
 
 }  // namespace g4::cuda

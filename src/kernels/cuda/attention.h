@@ -7,7 +7,7 @@
 // keys in shared-memory tiles (AttentionPlan, tiles.h). When the query tiles are too few to fill
 // the device (decode), the keys are split across blocks (flash-decoding) and the partial
 // softmax states are merged: by the last split of each tile to finish, given counters, else by
-// a second kernel.
+// a second kernel. A batch of sequences (a decode step's items) is one launch.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -32,5 +32,18 @@ Status AttentionDevice(const AttentionArgs& a, const DeviceLimits& dev, cudaStre
 Status AttentionDeviceWithPlan(const AttentionArgs& a, const AttentionPlan& plan, int splits,
                                cudaStream_t stream, unsigned* counters = nullptr,
                                int64_t n_counters = 0);
+
+// items[0..count) (1 to kMaxAttentionBatch, every item of item 0's heads and head_dim: one
+// layer of a decode step's sequences) in one launch: the grid spans the largest item, a block
+// past its item's query tiles or key splits exits. Key splits are chosen for the whole
+// launch's query blocks. Counters as above, one per (item, KV head, query tile) of the split
+// items; too few: a merge kernel per split item.
+Status AttentionBatchDevice(const AttentionArgs* items, int count, const DeviceLimits& dev,
+                            cudaStream_t stream, unsigned* counters = nullptr,
+                            int64_t n_counters = 0);
+// The same with an explicit plan and splits[i] per item.
+Status AttentionBatchWithPlan(const AttentionArgs* items, int count, const AttentionPlan& plan,
+                              const int* splits, cudaStream_t stream,
+                              unsigned* counters = nullptr, int64_t n_counters = 0);
 
 }  // namespace g4::cuda

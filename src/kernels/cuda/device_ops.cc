@@ -120,5 +120,17 @@ void Attention(ThreadPool& pool, const AttentionArgs& a) {
      "attention");
 }
 
+void AttentionBatch(ThreadPool& pool, const AttentionBatchArgs& b) {
+  using namespace staging;
+  if (b.count <= 0 || !Ready()) return;
+  if (!AttentionOnDevice(b.items[0].head_dim)) {
+    for (int i = 0; i < b.count; ++i) Attention(pool, b.items[i]);
+    return;
+  }
+  Ok(AttentionBatchDevice(b.items, b.count, Limits(), Stream(), AttentionCounters(),
+                          kDeviceCounters - 1),
+     "attention");
+}
+
 }  // namespace dev
 }  // namespace g4::cuda

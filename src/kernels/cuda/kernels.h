@@ -127,6 +127,9 @@ void RmsNorm(ThreadPool& pool, const float* x, const TensorView& w, int64_t R, i
 void Rope(ThreadPool& pool, float* x, const int32_t* positions, int64_t T, int64_t H, int64_t D,
           const float* inv_freq);
 void Attention(ThreadPool& pool, const AttentionArgs& a);
+// The items in one launch (AttentionBatchDevice) when their head_dim runs on the device, else
+// one host Attention each.
+void AttentionBatch(ThreadPool& pool, const AttentionBatchArgs& b);
 void GeluMul(ThreadPool& pool, const float* gate, const float* up, int64_t R, int64_t n,
              int64_t up_stride, float* out);
 void Softcap(ThreadPool& pool, float* x, int64_t n, float cap);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda/kv_write.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/load.cuh"
 #include "kernels/cuda/staging.h"
@@ -22,9 +23,8 @@ __global__ void KvWriteKernel(const float* k, const float* v, const int32_t* pos
   GridDependency();
   const int64_t r = blockIdx.x;
   const int32_t p = pos[r];
-  if (p < 0) return;  // block-uniform: no barrier below
-  const int64_t slot = window > 0 ? p % window : p;
-  if (slot >= capacity) return;
+  const int64_t slot = KvSlot(p, window, capacity);
+  if (slot < 0) return;  // block-uniform: no barrier below
   const float* ks = k + r * row;
   const float* vs = v + r * row;
   float* kd = k_cache + slot * row;

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "kernels/cuda/gemm.cuh"
 #include "kernels/cuda/gemv.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/load.cuh"
@@ -120,7 +121,22 @@ __global__ void DenseGemvKernel(const GemvSegments seg, int64_t K, const float* 
   if (seg.residual.counter != nullptr) GemvResidualTail<kGemvWarps * 32>(seg.residual, y, T, N);
 }
 
-// Tiled GEMM: a block computes a 64 x 64 tile of y (64 rows of x by 64 rows of w) with 256
+// The tensor-core GEMM of 16-bit weights in the compute type (gemm.cuh).
+template <typename CT, int BM, int BN, int BK>
+__global__ void __launch_bounds__(kGemmThreads)
+    DenseTcGemmKernel(const DenseWTile wt, const float* __restrict__ x, int64_t T, int64_t N,
+                      int64_t K, float* __restrict__ y, int stages) {
+  GridDependency();
+  extern __shared__ __align__(16) unsigned char smem[];
+  TcGemmBlock<CT, DenseWTile, BM, BN, BK>(smem, wt, x, T, N, K, y, stages);
+}
+template <typename CT, int BM, int BN, int BK>
+struct DenseTcGemm {
+  static auto Get() { return DenseTcGemmKernel<CT, BM, BN, BK>; }
+};
+
+// The f32 GEMM (f32 weights, bf16 weights below SM 8.0, a device without a tensor-core tile):
+// a block computes a 64 x 64 tile of y (64 rows of x by 64 rows of w) with 256
 // threads; thread (ty, tx) owns y rows m0 + ty + 16 i and columns n0 + tx + 16 j (i, j < 4), so
 // neighbouring threads write neighbouring columns. K is walked in steps of 16 through shared
 // memory, stored k-major so the inner loop reads rows of both tiles.
@@ -360,9 +376,23 @@ Status DenseGemvDevice(const TensorView& w, const float* x, int64_t T, float* y,
 }
 
 Status DenseGemmDevice(const TensorView& w, const float* x, int64_t T, float* y,
-                       cudaStream_t stream) {
+                       const DeviceLimits& dev, cudaStream_t stream, const GemmTile* tile) {
   G4_RETURN_IF_ERROR(CheckDense(w, x, T, y));
   if (T == 0) return Status::Ok();
+  const bool bf16 = w.dtype == DType::kBF16;
+  if ((bf16 || w.dtype == DType::kF16) && TcGemmSupported(bf16, dev.cc)) {
+    StatusOr<GemmTile> chosen = tile != nullptr
+                                    ? StatusOr<GemmTile>(*tile)
+                                    : ChooseGemmTile(dev.smem_optin, dev.smem_default, dev.cc, 1);
+    if (chosen.ok()) {
+      const DenseWTile wt{static_cast<const uint16_t*>(w.data)};
+      const int64_t N = w.dim(0), K = w.dim(1);
+      constexpr const char* kWho = "dense GEMM";
+      return bf16 ? RunTcGemm<DenseTcGemm, __nv_bfloat16>(wt, x, T, N, K, y, *chosen, stream,
+                                                           kWho)
+                  : RunTcGemm<DenseTcGemm, __half>(wt, x, T, N, K, y, *chosen, stream, kWho);
+    }
+  }
   return ByDType<GemmFn>(w.dtype, &w, x, T, y, stream);
 }
 
@@ -374,7 +404,7 @@ Status MatMulDevice(const TensorView& w, const float* x, int64_t T, float* y,
                          QuantKindName(w.quant.kind) + " weights yet");
   }
   return T <= kGemvMaxT ? DenseGemvDevice(w, x, T, y, stream)
-                        : DenseGemmDevice(w, x, T, y, stream);
+                        : DenseGemmDevice(w, x, T, y, dev, stream);
 }
 
 }  // namespace g4::cuda

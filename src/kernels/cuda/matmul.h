@@ -1,8 +1,9 @@
 // CUDA MatMul (ops/matmul.h): y[T, N] = x[T, K] @ w[N, K]^T with every pointer on the device.
-// Float weights (F32/BF16/F16) are widened to f32 in registers, accumulation is f32. Small T
-// (decode) runs a GEMV, one warp per weight row; larger T a shared-memory tiled FMA GEMM (plain
-// FMA, no tensor cores yet: correctness first, mma.sync is a later step). Int4 group weights go
-// to matmul_quant.h; other quantized kinds are Unimplemented here.
+// Small T (decode) runs a GEMV, one warp per weight row, float weights (F32/BF16/F16) widened to
+// f32 in registers, accumulated in f32. Larger T runs the tensor-core GEMM (gemm.cuh) for 16-bit
+// weights (x split into hi + lo parts of the weights' type, so close to f32), an f32 tiled GEMM
+// otherwise. Int4 group weights go to matmul_quant.h; other quantized kinds are Unimplemented
+// here.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -102,10 +103,14 @@ Status GroupedGemvDevice(const TensorView* const* w, float* const* y, int count,
 Status CheckGemvGate(const TensorView* const* w, int count, const GemvGate& gate, int64_t T,
                      int64_t max_t, const char* who);
 
-// The two dense paths, for tests that must reach each regardless of T.
+// The two dense paths, for tests that must reach each regardless of T. The GEMM runs on tensor
+// cores (gemm.cuh) for bf16 weights on SM >= 8.0 and f16 weights, in `tile` (a kGemmCandidates
+// shape with its dense bytes, fitting the device) or, when null, ChooseGemmTile's for `dev`;
+// otherwise (f32 weights, bf16 below SM 8.0, no tile fits) it is a 64 x 64 f32 GEMM.
 Status DenseGemvDevice(const TensorView& w, const float* x, int64_t T, float* y,
                        cudaStream_t stream);
 Status DenseGemmDevice(const TensorView& w, const float* x, int64_t T, float* y,
-                       cudaStream_t stream);
+                       const DeviceLimits& dev, cudaStream_t stream,
+                       const GemmTile* tile = nullptr);
 
 }  // namespace g4::cuda

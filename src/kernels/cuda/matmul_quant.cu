@@ -1,9 +1,10 @@
-// W4A16 kernels (matmul_quant.h). Every tile edge is bounds-checked: rows past N, x rows past T
-// and elements past K load as zero (a zero x element cancels whatever nibble sits beside it).
+// W4A16 kernels (matmul_quant.h). Every edge is bounds-checked: rows past N, x rows past T and
+// elements past K load as zero (a zero x element cancels whatever nibble sits beside it).
 #include "kernels/cuda/matmul_quant.h"
 
 #include <string>
 
+#include "kernels/cuda/gemm.cuh"
 #include "kernels/cuda/gemv.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/load.cuh"
@@ -103,98 +104,19 @@ __global__ void Int4GemvKernel(const GemvSegments seg, int64_t row_bytes, ElemTy
   if (seg.residual.counter != nullptr) GemvResidualTail<kQGemvWarps * 32>(seg.residual, y, T, N);
 }
 
-// ---- GEMM ----
-// Stage layout (tiles.h, W4A16StageBytes): x [BK][BM] f32 (k-major), scales [BN][slots] f32,
-// packed [BN][BK / 2] bytes. 256 threads as 16 x 16; thread (ty, tx) owns y rows
-// m0 + ty + 16 i (i < BM / 16) and columns n0 + tx + 16 j (j < BN / 16). The K steps rotate
-// through `stages` buffers: step kt + stages - 1 is loaded before step kt is computed. The loads
-// are plain (no cp.async yet), so the ring overlaps only across warps; it is the layout a
-// cp.async pipeline will fill.
-template <int BM, int BN, int BK>
-__global__ void __launch_bounds__(kW4A16Threads)
-    Int4GemmKernel(const uint8_t* __restrict__ w, int64_t row_bytes,
-                   const void* __restrict__ scales, ElemType scale_type, int64_t N, int64_t K,
-                   int64_t group, const float* __restrict__ x, int64_t T, float* __restrict__ y,
-                   int stages, int slots) {
+// ---- GEMM (gemm.cuh) ----
+template <typename CT, int BM, int BN, int BK>
+__global__ void __launch_bounds__(kGemmThreads)
+    Int4TcGemmKernel(const Int4WTile wt, const float* __restrict__ x, int64_t T, int64_t N,
+                     int64_t K, float* __restrict__ y, int stages) {
   GridDependency();
   extern __shared__ __align__(16) unsigned char smem[];
-  constexpr int MI = BM / 16, NJ = BN / 16, HB = BK / 2;
-  const int stage_bytes = BM * BK * 4 + BN * slots * 4 + BN * HB;
-  const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
-  const int64_t m0 = static_cast<int64_t>(blockIdx.y) * BM;
-  const int64_t n0 = static_cast<int64_t>(blockIdx.x) * BN;
-  const int64_t groups = K / group;
-  const int64_t ksteps = (K + BK - 1) / BK;
-
-  auto xs_of = [&](int b) { return reinterpret_cast<float*>(smem + b * stage_bytes); };
-  auto sc_of = [&](int b) {
-    return reinterpret_cast<float*>(smem + b * stage_bytes + BM * BK * 4);
-  };
-  auto wp_of = [&](int b) {
-    return reinterpret_cast<uint8_t*>(smem + b * stage_bytes + BM * BK * 4 + BN * slots * 4);
-  };
-  auto load = [&](int64_t kt) {
-    const int b = static_cast<int>(kt % stages);
-    const int64_t k0 = kt * BK;
-    float* xs = xs_of(b);
-    float* sc = sc_of(b);
-    uint8_t* wp = wp_of(b);
-    for (int idx = tid; idx < BM * BK; idx += kW4A16Threads) {
-      const int r = idx / BK, kk = idx % BK;
-      const int64_t t = m0 + r, k = k0 + kk;
-      xs[kk * BM + r] = (t < T && k < K) ? x[t * K + k] : 0.0f;
-    }
-    const int64_t g0 = k0 / group;
-    for (int idx = tid; idx < BN * slots; idx += kW4A16Threads) {
-      const int c = idx / slots, s = idx % slots;
-      const int64_t n = n0 + c, g = g0 + s;
-      sc[idx] = (n < N && g < groups) ? LoadF32(scale_type, scales, n * groups + g) : 0.0f;
-    }
-    for (int idx = tid; idx < BN * HB; idx += kW4A16Threads) {
-      const int c = idx / HB, b2 = idx % HB;
-      const int64_t n = n0 + c, kb = k0 / 2 + b2;  // k0 is even: BK is
-      wp[idx] = (n < N && 2 * kb < K) ? w[n * row_bytes + kb] : 0;
-    }
-  };
-
-  float acc[MI][NJ] = {};
-  for (int64_t kt = 0; kt < stages - 1 && kt < ksteps; ++kt) load(kt);
-  for (int64_t kt = 0; kt < ksteps; ++kt) {
-    if (kt + stages - 1 < ksteps) load(kt + stages - 1);  // into the buffer freed at kt - 1
-    __syncthreads();
-    const int b = static_cast<int>(kt % stages);
-    const float* xs = xs_of(b);
-    const float* sc = sc_of(b);
-    const uint8_t* wp = wp_of(b);
-    const int64_t k0 = kt * BK, g0 = k0 / group;
-#pragma unroll 4
-    for (int kk = 0; kk < BK; ++kk) {
-      const int slot = static_cast<int>((k0 + kk) / group - g0);
-      float a[MI], bw[NJ];
-#pragma unroll
-      for (int i = 0; i < MI; ++i) a[i] = xs[kk * BM + ty + 16 * i];
-#pragma unroll
-      for (int j = 0; j < NJ; ++j) {
-        const int c = tx + 16 * j;
-        bw[j] = static_cast<float>(Nibble(wp[c * HB + kk / 2], kk)) * sc[c * slots + slot];
-      }
-#pragma unroll
-      for (int i = 0; i < MI; ++i) {
-#pragma unroll
-        for (int j = 0; j < NJ; ++j) acc[i][j] += a[i] * bw[j];
-      }
-    }
-    __syncthreads();  // buffer b is reloaded at step kt + 1
-  }
-#pragma unroll
-  for (int i = 0; i < MI; ++i) {
-#pragma unroll
-    for (int j = 0; j < NJ; ++j) {
-      const int64_t t = m0 + ty + 16 * i, n = n0 + tx + 16 * j;
-      if (t < T && n < N) y[t * N + n] = acc[i][j];
-    }
-  }
+  TcGemmBlock<CT, Int4WTile, BM, BN, BK>(smem, wt, x, T, N, K, y, stages);
 }
+template <typename CT, int BM, int BN, int BK>
+struct Int4TcGemm {
+  static auto Get() { return Int4TcGemmKernel<CT, BM, BN, BK>; }
+};
 
 Status CheckInt4(const TensorView& w, const float* x, int64_t T, const float* y) {
   if (w.quant.kind != QuantKind::kInt4Group || w.shape.size() != 2 || w.dim(0) <= 0 ||
@@ -223,37 +145,6 @@ Status CheckInt4(const TensorView& w, const float* x, int64_t T, const float* y)
 
 ElemType ScaleTypeOf(DType t) {
   return t == DType::kF32 ? ElemType::kF32 : t == DType::kBF16 ? ElemType::kBF16 : ElemType::kF16;
-}
-
-template <int BM, int BN, int BK>
-Status LaunchGemm(const TensorView& w, const float* x, int64_t T, float* y, const W4A16Tile& tile,
-                  cudaStream_t s) {
-  const int64_t N = w.dim(0), K = w.dim(1), G = w.quant.group_size;
-  const int64_t slots = W4A16ScaleSlots(BK, G);
-  const int64_t smem = W4A16TileSmemBytes(BM, BN, BK, tile.stages, G);
-  if (smem != tile.smem_bytes) {
-    return Internal("W4A16 GEMM: tile records " + std::to_string(tile.smem_bytes) +
-                    " bytes of shared memory, the layout needs " + std::to_string(smem));
-  }
-  if ((T + BM - 1) / BM > 65535) {
-    return InvalidArgument("MatMulInt4Device: T = " + std::to_string(T) + " exceeds the grid");
-  }
-  auto kernel = Int4GemmKernel<BM, BN, BK>;
-  // Dynamic shared memory above the 48 KiB default must be opted in to before the launch.
-  if (smem > 48 * 1024 || tile.needs_optin) {
-    const cudaError_t e = cudaFuncSetAttribute(
-        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-    if (e != cudaSuccess) {
-      return Internal("W4A16 GEMM: cannot opt in to " + std::to_string(smem) +
-                      " bytes of shared memory: " + cudaGetErrorString(e));
-    }
-  }
-  const dim3 grid(static_cast<unsigned>((N + BN - 1) / BN), static_cast<unsigned>((T + BM - 1) / BM));
-  LaunchKernel(kernel, grid, kW4A16Threads, static_cast<size_t>(smem), s,
-               static_cast<const uint8_t*>(w.data), w.quant.row_bytes, w.quant.scales,
-               ScaleTypeOf(w.quant.scale_dtype), N, K, G, x, T, y, tile.stages,
-               static_cast<int>(slots));
-  return LaunchStatus("W4A16 GEMM launch");
 }
 
 }  // namespace
@@ -319,21 +210,17 @@ Status Int4GemvDevice(const TensorView& w, const float* x, int64_t T, float* y,
 }
 
 Status Int4GemmDevice(const TensorView& w, const float* x, int64_t T, float* y,
-                      const W4A16Tile& tile, cudaStream_t stream) {
+                      const W4A16Tile& tile, int cc, cudaStream_t stream) {
   G4_RETURN_IF_ERROR(CheckInt4(w, x, T, y));
-  if (tile.stages < 1) return InvalidArgument("W4A16 GEMM: tile has no stages");
   if (T == 0) return Status::Ok();
-  if (tile.bk == 64 && tile.bm == 128 && tile.bn == 128) {
-    return LaunchGemm<128, 128, 64>(w, x, T, y, tile, stream);
+  const Int4WTile wt{static_cast<const uint8_t*>(w.data), w.quant.row_bytes, w.quant.scales,
+                     ScaleTypeOf(w.quant.scale_dtype), w.quant.group_size};
+  constexpr const char* kWho = "W4A16 GEMM";
+  if (TcGemmSupported(/*bf16=*/true, cc)) {
+    return RunTcGemm<Int4TcGemm, __nv_bfloat16>(wt, x, T, w.dim(0), w.dim(1), y, tile, stream,
+                                                kWho);
   }
-  if (tile.bk == 64 && tile.bm == 64 && tile.bn == 128) {
-    return LaunchGemm<64, 128, 64>(w, x, T, y, tile, stream);
-  }
-  if (tile.bk == 64 && tile.bm == 64 && tile.bn == 64) {
-    return LaunchGemm<64, 64, 64>(w, x, T, y, tile, stream);
-  }
-  return InvalidArgument("W4A16 GEMM: no kernel for tile " + std::to_string(tile.bm) + "x" +
-                         std::to_string(tile.bn) + "x" + std::to_string(tile.bk));
+  return RunTcGemm<Int4TcGemm, __half>(wt, x, T, w.dim(0), w.dim(1), y, tile, stream, kWho);
 }
 
 Status MatMulInt4Device(const TensorView& w, const float* x, int64_t T, float* y,
@@ -343,7 +230,7 @@ Status MatMulInt4Device(const TensorView& w, const float* x, int64_t T, float* y
   // The refusal (a device too small for every tile) comes here, before anything is launched.
   G4_ASSIGN_OR_RETURN(W4A16Tile tile, ChooseW4A16Tile(dev.smem_optin, dev.smem_default, dev.cc,
                                                       w.dim(1), w.quant.group_size));
-  return Int4GemmDevice(w, x, T, y, tile, stream);
+  return Int4GemmDevice(w, x, T, y, tile, dev.cc, stream);
 }
 
 }  // namespace g4::cuda

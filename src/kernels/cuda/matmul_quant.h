@@ -5,8 +5,10 @@
 //   T <= kGemvMaxT: fused dequant GEMV. A block of 8 warps stages a chunk of x in shared memory;
 //     each warp streams one packed row (16 bytes = 32 nibbles per lane per step when the layout
 //     is aligned) and its scales exactly once, so the kernel is bound by the weight bytes.
-//   T > kGemvMaxT: tiled GEMM with the shared-memory tile ChooseW4A16Tile picks for the device
-//     (tiles.h); a device that cannot hold the smallest tile gets that Status before any launch.
+//   T > kGemvMaxT: tensor-core GEMM (gemm.cuh: bf16 on SM >= 8.0, f16 below; x and the
+//     dequantized weights split into hi + lo parts, so close to f32) with the shared-memory tile
+//     ChooseW4A16Tile picks for the device (tiles.h); a device that cannot hold the smallest
+//     tile gets that Status before any launch.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -26,8 +28,8 @@ Status MatMulInt4Device(const TensorView& w, const float* x, int64_t T, float* y
                         const DeviceLimits& dev, cudaStream_t stream);
 
 // The two paths, for tests that must reach each one (and each tile) regardless of T. The GEMM
-// takes the tile explicitly; it must come from ChooseW4A16Tile-compatible shapes (bm, bn in
-// {64, 128}, bk = 64) and fit `dev`.
+// takes the tile explicitly (a kGemmCandidates shape with its W4A16 bytes, fitting the device)
+// and the compute capability cc that picks the compute type.
 Status Int4GemvDevice(const TensorView& w, const float* x, int64_t T, float* y,
                       cudaStream_t stream);
 // The GEMV of int4 weights w[0..count) that share K, group size, row width and scale dtype
@@ -36,6 +38,6 @@ Status Int4GemvDevice(const TensorView& w, const float* x, int64_t T, float* y,
 Status Int4GemvGroupDevice(const TensorView* const* w, float* const* y, int count,
                            const GemvGate& gate, const float* x, int64_t T, cudaStream_t stream);
 Status Int4GemmDevice(const TensorView& w, const float* x, int64_t T, float* y,
-                      const W4A16Tile& tile, cudaStream_t stream);
+                      const W4A16Tile& tile, int cc, cudaStream_t stream);
 
 }  // namespace g4::cuda

@@ -2,10 +2,12 @@
 // place, one block per (part, token, head) row: a layer's q, k and v in one launch. The norm is
 // cuda::RmsNorm's (f32 sum of squares, x * inv * w in f32), the rotation cuda::Rope's (angle,
 // sine and cosine in f64): the same results as the separate kernels. Each thread normalizes and
-// rotates its own pairs (j, j + D/2), so nothing is exchanged after the sum; with a KV write,
-// it also stores those elements in the row's cache slot (kv_write.cu's slot rule). Weights as
-// stored (F32/BF16/F16, uploaded once) or none.
+// rotates its own pairs (j, j + D/2), so nothing is exchanged after the sum; with KV writes
+// (a decode batch's items), it also stores those elements in the row's cache slot (KvSlot,
+// kv_write.cuh) of the write that covers the row. Weights as stored (F32/BF16/F16, uploaded
+// once) or none.
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda/kv_write.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/load.cuh"
 #include "kernels/cuda/norm_weight.cuh"
@@ -26,8 +28,11 @@ struct NormRopeParts {
   bool rope[kMaxNormRopeParts];
   int64_t first[kMaxNormRopeParts + 1];
   int count;
-  bool write_kv;    // parts 1 and 2 (k, v) also go to the cache slots of kv
-  KvWriteArgs kv;   // device pointers
+  // Rows [kv_first[j], kv_first[j] + kv[j].C) of parts 1 and 2 (k, v) also go to the cache
+  // slots of write j (device pointers).
+  int kv_count;
+  KvWriteArgs kv[kMaxNormRopeKvWrites];
+  int64_t kv_first[kMaxNormRopeKvWrites];
 };
 
 // inv_freq: nullptr for no rotation in any part.
@@ -48,15 +53,19 @@ __global__ void NormRopeKernel(NormRopeParts parts, const int32_t* positions, in
     return __fmul_rn(__fmul_rn(v[d], inv), w == nullptr ? 1.0f : LoadF32(w_type, w, d));
   };
   const int64_t t = row / parts.H[p];
-  float* cache = nullptr;  // this row's slot in the KV cache (as KvWriteKernel), or none
-  if (parts.write_kv && p > 0) {
-    const int32_t pos = parts.kv.pos[t];
-    const int64_t slot = parts.kv.window > 0 ? pos % parts.kv.window : pos;
-    if (pos >= 0 && slot < parts.kv.capacity) {
+  float* cache = nullptr;  // this row's slot in its write's KV cache (as KvWriteKernel), or none
+  for (int j = 0; p > 0 && j < parts.kv_count; ++j) {
+    const KvWriteArgs& kv = parts.kv[j];
+    const int64_t i = t - parts.kv_first[j];
+    if (i < 0 || i >= kv.C) continue;
+    const int32_t pos = kv.pos[i];
+    const int64_t slot = KvSlot(pos, kv.window, kv.capacity);
+    if (slot >= 0) {
       const int64_t head = row % parts.H[p];
-      cache = (p == 1 ? parts.kv.k_cache : parts.kv.v_cache) + slot * parts.kv.row + head * D;
-      if (p == 1 && head == 0 && threadIdx.x == 0) parts.kv.pos_cache[slot] = pos;
+      cache = (p == 1 ? kv.k_cache : kv.v_cache) + slot * kv.row + head * D;
+      if (p == 1 && head == 0 && threadIdx.x == 0) kv.pos_cache[slot] = pos;
     }
+    break;
   }
   auto store = [&](int64_t d, float value) {
     v[d] = value;
@@ -75,11 +84,23 @@ __global__ void NormRopeKernel(NormRopeParts parts, const int32_t* positions, in
   }
 }
 
-// Whether a's KV write can be the kernel's: k and v are its parts 1 and 2, a row of each.
-bool KvWriteFits(const NormRopeArgs& a) {
-  const KvWriteArgs& kv = *a.kv;
-  return a.count == 3 && kv.k == a.parts[1].x && kv.v == a.parts[2].x && kv.C == a.T &&
-         a.parts[1].H == a.parts[2].H && kv.row == a.parts[1].H * a.D;
+// Whether a's KV writes can be the kernel's: each covers whole rows of parts 1 and 2 (k, v) at
+// the same row offset, within the T rows; their first rows go to `first`.
+bool KvWritesFit(const NormRopeArgs& a, int64_t* first) {
+  if (a.count != 3 || a.kv_count > kMaxNormRopeKvWrites || a.parts[1].H != a.parts[2].H) {
+    return false;
+  }
+  const int64_t row = a.parts[1].H * a.D;
+  for (int j = 0; j < a.kv_count; ++j) {
+    const KvWriteArgs& kv = a.kv[j];
+    const int64_t off = kv.k - a.parts[1].x;
+    if (kv.row != row || off < 0 || off % row != 0 || kv.v - a.parts[2].x != off || kv.C < 0 ||
+        off / row + kv.C > a.T) {
+      return false;
+    }
+    first[j] = off / row;
+  }
+  return true;
 }
 
 }  // namespace
@@ -89,16 +110,15 @@ namespace dev {
 void NormRope(ThreadPool& pool, const NormRopeArgs& a) {
   using namespace staging;
   if (a.T <= 0 || a.D <= 0 || a.count <= 0 || !Ready()) return;
-  if (a.kv != nullptr && !KvWriteFits(a)) {  // the norms, then the write as its own op
-    NormRopeArgs norms = a;
-    norms.kv = nullptr;
-    NormRope(pool, norms);
-    return KvWrite(pool, *a.kv);
-  }
   NormRopeParts parts{};
+  if (a.kv_count > 0 && !KvWritesFit(a, parts.kv_first)) {  // the norms, then the writes
+    return NormRopeThenWrites(
+        a, [&](const NormRopeArgs& n) { NormRope(pool, n); },
+        [&](const KvWriteArgs& w) { KvWrite(pool, w); });
+  }
   parts.count = a.count;
-  parts.write_kv = a.kv != nullptr;
-  if (parts.write_kv) parts.kv = *a.kv;
+  parts.kv_count = a.kv_count;
+  for (int j = 0; j < a.kv_count; ++j) parts.kv[j] = a.kv[j];
   bool ok = true;
   int64_t rows = 0;
   for (int p = 0; p < a.count; ++p) {

@@ -75,6 +75,9 @@ StatusOr<DevicePolicy> ChoosePolicy(const DeviceInfo& d, int64_t w4a16_group) {
   p.w4a16_group = w4a16_group;
   // The tile depends on K only through K % group (validated again per weight at launch), so any
   // multiple of the group stands for every layer here.
+  auto gemm = ChooseGemmTile(lim.smem_optin, lim.smem_default, lim.cc, 1);
+  if (!gemm.ok()) return Status(gemm.status().code(), who + ": " + gemm.status().message());
+  p.gemm_tile = *gemm;
   auto tile = ChooseW4A16Tile(lim.smem_optin, lim.smem_default, lim.cc, w4a16_group, w4a16_group);
   if (!tile.ok()) return Status(tile.status().code(), who + ": " + tile.status().message());
   p.w4a16_tile = *tile;
@@ -99,6 +102,7 @@ std::string DevicePolicy::ToString() const {
   s += " smem=" + FormatBytes(d.smem_per_block);
   s += " smem_optin=" + FormatBytes(LimitsOf(d).smem_optin);
   s += std::string(" compute=") + (compute == DType::kF16 ? "f16" : "bf16");
+  s += " gemm_tile=" + TileString(gemm_tile) + "(" + FormatBytes(gemm_tile.smem_bytes) + ")";
   s += " w4a16_tile=" + TileString(w4a16_tile) + "(" + FormatBytes(w4a16_tile.smem_bytes) + ")";
   for (int i = 0; i < 2; ++i) {
     s += " attn" + std::to_string(kPolicyHeadDims[i]) + "=bc" + std::to_string(attention[i].bc) +

@@ -159,11 +159,10 @@ void Scale(ThreadPool& pool, float* x, int64_t n, float s) {
 // KvWrite (the fused write is tested on device buffers: dev_ops_test.cc).
 void NormRope(ThreadPool& pool, const NormRopeArgs& a) {
   if (a.T <= 0 || a.D <= 0 || a.count <= 0) return;
-  if (a.kv != nullptr) {
-    NormRopeArgs norms = a;
-    norms.kv = nullptr;
-    NormRope(pool, norms);
-    return KvWrite(pool, *a.kv);
+  if (a.kv_count > 0) {
+    return NormRopeThenWrites(
+        a, [&](const NormRopeArgs& n) { NormRope(pool, n); },
+        [&](const KvWriteArgs& w) { KvWrite(pool, w); });
   }
   NormRopeArgs d = a;
   bool staged = Ready();

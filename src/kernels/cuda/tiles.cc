@@ -12,47 +12,28 @@ Status NoTileFits(const char* what, int64_t required, int64_t available) {
                          std::to_string(available) + " (device opt-in limit)");
 }
 
-struct TileShape {
-  int bm, bn, bk, stages;
-};
-
-// Largest first: bigger output tiles reuse each loaded x / w byte more often.
-constexpr TileShape kW4A16Candidates[] = {
-    {128, 128, 64, 3}, {128, 128, 64, 2}, {64, 128, 64, 2}, {64, 64, 64, 2}, {64, 64, 64, 1},
-};
-
 constexpr int kAttentionBc[] = {64, 32, 16, 8};
 
 }  // namespace
 
-int64_t W4A16ScaleSlots(int64_t bk, int64_t group) {
-  if (bk % group == 0) return bk / group;
-  if (group % bk == 0) return 1;
-  return (bk + group - 1) / group + 1;
+int64_t GemmStageBytes(int64_t bm, int64_t bn, int64_t bk, int64_t w_parts) {
+  return (2 * bm + w_parts * bn) * (bk + kGemmPad) * 2;
 }
 
-int64_t W4A16StageBytes(int64_t bm, int64_t bn, int64_t bk, int64_t group) {
-  return bm * bk * 4 + bn * W4A16ScaleSlots(bk, group) * 4 + bn * bk / 2;
+int64_t GemmTileSmemBytes(int64_t bm, int64_t bn, int64_t bk, int64_t stages, int64_t w_parts) {
+  return stages * GemmStageBytes(bm, bn, bk, w_parts);
 }
 
-int64_t W4A16TileSmemBytes(int64_t bm, int64_t bn, int64_t bk, int64_t stages, int64_t group) {
-  return stages * W4A16StageBytes(bm, bn, bk, group);
-}
-
-StatusOr<W4A16Tile> ChooseW4A16Tile(int64_t smem_optin_bytes, int64_t smem_default_bytes, int cc,
-                                    int64_t K, int64_t group) {
-  if (K <= 0 || group <= 0 || K % group != 0) {
-    return InvalidArgument("W4A16 GEMM: K = " + std::to_string(K) + " must be a positive " +
-                           "multiple of the group size " + std::to_string(group));
-  }
+StatusOr<GemmTile> ChooseGemmTile(int64_t smem_optin_bytes, int64_t smem_default_bytes, int cc,
+                                  int64_t w_parts, const char* what) {
   const int max_stages = cc < 80 ? 2 : 3;
   int64_t smallest = 0;
-  for (const TileShape& c : kW4A16Candidates) {
+  for (const GemmShape& c : kGemmCandidates) {
     if (c.stages > max_stages) continue;
-    const int64_t bytes = W4A16TileSmemBytes(c.bm, c.bn, c.bk, c.stages, group);
+    const int64_t bytes = GemmTileSmemBytes(c.bm, c.bn, c.bk, c.stages, w_parts);
     smallest = bytes;
     if (bytes <= smem_optin_bytes) {
-      W4A16Tile t;
+      GemmTile t;
       t.bm = c.bm;
       t.bn = c.bn;
       t.bk = c.bk;
@@ -62,7 +43,16 @@ StatusOr<W4A16Tile> ChooseW4A16Tile(int64_t smem_optin_bytes, int64_t smem_defau
       return t;
     }
   }
-  return NoTileFits("W4A16 GEMM", smallest, smem_optin_bytes);
+  return NoTileFits(what, smallest, smem_optin_bytes);
+}
+
+StatusOr<W4A16Tile> ChooseW4A16Tile(int64_t smem_optin_bytes, int64_t smem_default_bytes, int cc,
+                                    int64_t K, int64_t group) {
+  if (K <= 0 || group <= 0 || K % group != 0) {
+    return InvalidArgument("W4A16 GEMM: K = " + std::to_string(K) + " must be a positive " +
+                           "multiple of the group size " + std::to_string(group));
+  }
+  return ChooseGemmTile(smem_optin_bytes, smem_default_bytes, cc, 2, "W4A16 GEMM");
 }
 
 int64_t AttentionSmemBytes(int64_t head_dim, int64_t bc, int64_t warps, int64_t rows_per_warp) {

@@ -19,33 +19,48 @@ struct DeviceLimits {
   int64_t smem_optin = 0;      // sharedMemPerBlockOptin: the most one block may opt in to
 };
 
-// ---- W4A16 GEMM (prefill): y[T, N] = x[T, K] @ dequant(w[N, K])^T ----
-// A block computes a BM x BN output tile (BM rows of x, BN rows of w) with 256 threads, walking K
-// in steps of BK through a ring of `stages` shared-memory buffers. One stage holds, in order:
-//   x tile      [BM, BK] f32                       BM * BK * 4 bytes
-//   scales      [BN, slots] f32 (widened on load)  BN * slots * 4 bytes
-//   packed w    [BN, BK / 2] int4 nibbles          BN * BK / 2 bytes
-// where slots = W4A16ScaleSlots(BK, group), the most quantization groups one BK step can touch.
-inline constexpr int kW4A16Threads = 256;
+// ---- Tensor-core GEMM (prefill): y[T, N] = x[T, K] @ w[N, K]^T (gemm.cuh) ----
+// A block computes a BM x BN output tile (BM rows of x, BN rows of w) with 8 warps (2 x 4, each
+// (BM / 2) x (BN / 4) in 16 x 16 WMMA tiles), walking K in steps of BK through a ring of
+// `stages` shared-memory buffers. The compute type is 16-bit (bf16 or f16). x is stored as two
+// parts, hi = x rounded to the compute type and lo = the rest rounded, so hi + lo carries about
+// 16 bits more than hi and the GEMM is close to f32 (the decode GEMV's precision); dense
+// weights are exact in the compute type (one part), dequantized int4 weights (q * scale) are
+// split the same way (two parts). One stage holds rows of BK + kGemmPad 16-bit elements (the pad
+// staggers shared-memory banks):
+//   x hi, x lo   2 x [BM, BK + kGemmPad]
+//   w parts      w_parts x [BN, BK + kGemmPad]
+inline constexpr int kGemmThreads = 256;
+inline constexpr int kGemmPad = 8;
 
-struct W4A16Tile {
+struct GemmTile {
   int bm = 0, bn = 0, bk = 0, stages = 0;
-  int64_t smem_bytes = 0;  // W4A16TileSmemBytes(bm, bn, bk, stages, group)
+  int64_t smem_bytes = 0;  // GemmTileSmemBytes(bm, bn, bk, stages, w_parts)
   bool needs_optin = false;  // smem_bytes > the device's default: cudaFuncSetAttribute first
 };
+using W4A16Tile = GemmTile;
 
-// Groups a K step [k0, k0 + bk) with k0 % bk == 0 can touch: bk / group when groups align to the
-// step, 1 when a group spans whole steps, ceil(bk / group) + 1 otherwise.
-int64_t W4A16ScaleSlots(int64_t bk, int64_t group);
-int64_t W4A16StageBytes(int64_t bm, int64_t bn, int64_t bk, int64_t group);
-int64_t W4A16TileSmemBytes(int64_t bm, int64_t bn, int64_t bk, int64_t stages, int64_t group);
+int64_t GemmStageBytes(int64_t bm, int64_t bn, int64_t bk, int64_t w_parts);
+int64_t GemmTileSmemBytes(int64_t bm, int64_t bn, int64_t bk, int64_t stages, int64_t w_parts);
 
-// The largest tile of a fixed candidate list (128x128x64 with 3 stages down to 64x64x64 with
-// one) whose shared memory fits `smem_optin_bytes`. Devices below SM 8.0 (no cp.async, so a
-// deeper ring only costs memory) get at most 2 stages. InvalidArgument for K or group that are
-// not positive or K % group != 0; when nothing fits, InvalidArgument with the arithmetic:
-// "W4A16 GEMM tile needs required = N bytes of shared memory per block, available = M (device
-// opt-in limit)".
+// The tile shapes the kernels are instantiated for, largest first (bigger output tiles reuse
+// each loaded x / w element more often): 128x128, 64x128, 64x64, all with BK = 32.
+struct GemmShape {
+  int bm, bn, bk, stages;
+};
+inline constexpr GemmShape kGemmCandidates[] = {
+    {128, 128, 32, 3}, {128, 128, 32, 2}, {64, 128, 32, 2}, {64, 64, 32, 2}, {64, 64, 32, 1},
+};
+
+// The first candidate whose shared memory fits `smem_optin_bytes`. Devices below SM 8.0 (no
+// cp.async, so a deeper ring only costs memory) get at most 2 stages. When nothing fits,
+// InvalidArgument with the arithmetic: "<what> tile needs required = N bytes of shared memory
+// per block, available = M (device opt-in limit)".
+StatusOr<GemmTile> ChooseGemmTile(int64_t smem_optin_bytes, int64_t smem_default_bytes, int cc,
+                                  int64_t w_parts, const char* what = "GEMM");
+
+// The W4A16 GEMM's tile (two weight parts). InvalidArgument for K or group that are not positive
+// or K % group != 0, or (what = "W4A16 GEMM") when nothing fits.
 StatusOr<W4A16Tile> ChooseW4A16Tile(int64_t smem_optin_bytes, int64_t smem_default_bytes, int cc,
                                     int64_t K, int64_t group);
 

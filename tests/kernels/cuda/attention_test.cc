@@ -7,12 +7,14 @@
 // split choice, and with forced small key tiles (bc = 8) at 1, 3 and 7 key splits so that the
 // tile loop, the partial states and the merge pass are all reached on any device.
 // Tolerance: |out - ref| <= 2e-5 (values in [-1, 1], softmax in f32 with expf, ref in f64).
-// The refusal on a device too small for any plan is checked without a GPU.
+// A batch of items (a decode step's sequences) in one launch: each item bit for bit its own
+// launch. The refusal on a device too small for any plan is checked without a GPU.
 #include "kernels/cuda/attention.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -179,6 +181,112 @@ TEST(CudaAttentionTest, MatchesReference) {
     check("splits 3, one counter (the merge kernel when tiles x heads > 1)",
           AttentionDeviceWithPlan(a, plan, 3, nullptr, counters.as<unsigned>(), 1));
   }
+}
+
+// One item of a batch: host inputs, the ref output, and device copies.
+struct BatchItem {
+  AttnCase c;
+  std::vector<float> q, k, v, ref;
+  std::unique_ptr<DeviceBytes> dq, dk, dv, dqp, dkp, dout;
+  AttentionArgs args;  // on the device
+  int64_t qn() const { return c.T * c.n_heads * c.head_dim; }
+  std::vector<float> Out() const {
+    SyncOrFail();
+    std::vector<float> out = dout->Download<float>(static_cast<size_t>(qn()));
+    EXPECT_EQ(cudaMemset(dout->get(), 0x7f, static_cast<size_t>(qn()) * 4), cudaSuccess);
+    return out;
+  }
+};
+
+// A device copy of v (4 bytes, zero, when v is empty: a valid pointer for an empty item).
+template <typename T>
+std::unique_ptr<DeviceBytes> UploadOrEmpty(const std::vector<T>& v) {
+  const void* host = v.empty() ? nullptr : v.data();
+  return std::make_unique<DeviceBytes>(v.empty() ? 4 : v.size() * sizeof(T), host);
+}
+
+// A decode step's items in one launch: each item's output is bit for bit what its own launch
+// with the same plan and splits gives (so the batch's indexing, split extents and counters
+// are each item's), and within the tolerance of the ref with the device's own choice. Items of
+// unequal T and S, a window, an item with no keys (zeros) and one with no queries.
+TEST(CudaAttentionTest, BatchIsEachItemInOneLaunch) {
+  G4_SKIP_WITHOUT_GPU(dev);
+  ThreadPool pool(1);
+  std::vector<AttnCase> cases = {{"decode", 1, 77, 8, 2, 256, 0, {}, {}},
+                                 {"decode window", 1, 20, 8, 2, 256, 16, {}, {}},
+                                 {"chunk", 5, 40, 8, 2, 256, 0, {}, {}},
+                                 {"no keys", 1, 0, 8, 2, 256, 0, {0}, {}},
+                                 {"no queries", 0, 9, 8, 2, 256, 0, {}, {}},
+                                 {"decode long", 1, 150, 8, 2, 256, 0, {}, {}}};
+  std::vector<BatchItem> items(cases.size());
+  uint32_t seed = 60;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    BatchItem& it = items[i];
+    it.c = cases[i];
+    Fill(it.c);
+    const AttnCase& c = it.c;
+    const int64_t kn = c.S * c.n_kv_heads * c.head_dim;
+    it.q = Random(it.qn(), ++seed), it.k = Random(kn, ++seed), it.v = Random(kn, ++seed);
+    AttentionArgs h;
+    h.q = it.q.data(), h.k = it.k.data(), h.v = it.v.data();
+    h.q_pos = c.q_pos.data(), h.k_pos = c.k_pos.data();
+    h.T = c.T, h.S = c.S, h.n_heads = c.n_heads, h.n_kv_heads = c.n_kv_heads;
+    h.head_dim = c.head_dim, h.window = c.window, h.scale = 0.0625f;
+    it.ref.assign(static_cast<size_t>(it.qn()), 0.0f);
+    h.out = it.ref.data();
+    if (c.T > 0) ref::Attention(pool, h);
+    it.dq = UploadOrEmpty(it.q), it.dk = UploadOrEmpty(it.k), it.dv = UploadOrEmpty(it.v);
+    it.dqp = UploadOrEmpty(c.q_pos), it.dkp = UploadOrEmpty(c.k_pos);
+    it.dout = std::make_unique<DeviceBytes>(static_cast<size_t>(it.qn() > 0 ? it.qn() : 1) * 4);
+    it.args = h;
+    it.args.q = it.dq->as<float>(), it.args.k = it.dk->as<float>(), it.args.v = it.dv->as<float>();
+    it.args.q_pos = it.dqp->as<int32_t>(), it.args.k_pos = it.dkp->as<int32_t>();
+    it.args.out = it.dout->as<float>();
+  }
+  const int n = static_cast<int>(items.size());
+  std::vector<AttentionArgs> args;
+  for (const BatchItem& it : items) args.push_back(it.args);
+  const AttentionPlan plan = SmallPlan(256, dev);
+  constexpr int64_t kCounters = 64;
+  DeviceBytes counters(kCounters * sizeof(unsigned));
+  ASSERT_EQ(cudaMemset(counters.get(), 0, kCounters * sizeof(unsigned)), cudaSuccess);
+  for (const std::vector<int>& splits : {std::vector<int>{1, 1, 1, 1, 1, 1},
+                                         std::vector<int>{3, 2, 1, 4, 5, 7}}) {
+    SCOPED_TRACE("splits " + std::to_string(splits[1]));
+    std::vector<std::vector<float>> alone;
+    for (int i = 0; i < n; ++i) {
+      ASSERT_TRUE(AttentionDeviceWithPlan(args[i], plan, splits[i], nullptr).ok());
+      alone.push_back(items[i].Out());
+    }
+    ASSERT_TRUE(AttentionBatchWithPlan(args.data(), n, plan, splits.data(), nullptr).ok());
+    for (int i = 0; i < n; ++i) EXPECT_EQ(items[i].Out(), alone[i]) << items[i].c.name;
+    for (int run = 0; run < 2; ++run) {  // merged in the kernel; the counters left at zero
+      ASSERT_TRUE(AttentionBatchWithPlan(args.data(), n, plan, splits.data(), nullptr,
+                                         counters.as<unsigned>(), kCounters)
+                      .ok());
+      for (int i = 0; i < n; ++i) {
+        EXPECT_EQ(items[i].Out(), alone[i]) << items[i].c.name << ", counters, run " << run;
+      }
+    }
+  }
+  ASSERT_TRUE(AttentionBatchDevice(args.data(), n, dev, nullptr, counters.as<unsigned>(),
+                                   kCounters)
+                  .ok());
+  for (int i = 0; i < n; ++i) {
+    const std::vector<float> out = items[i].Out();
+    for (int64_t e = 0; e < items[i].qn(); ++e) {
+      ASSERT_NEAR(out[e], items[i].ref[e], 2e-5) << items[i].c.name << " element " << e;
+    }
+  }
+  // Items of another shape, and batches of 0 or more than kMaxAttentionBatch, are refused.
+  args[1].n_kv_heads = 1;
+  EXPECT_EQ(AttentionBatchDevice(args.data(), n, dev, nullptr).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(AttentionBatchDevice(args.data(), 0, dev, nullptr).code(),
+            StatusCode::kInvalidArgument);
+  std::vector<AttentionArgs> many(kMaxAttentionBatch + 1, args[0]);
+  EXPECT_EQ(AttentionBatchDevice(many.data(), kMaxAttentionBatch + 1, dev, nullptr).code(),
+            StatusCode::kInvalidArgument);
 }
 
 TEST(CudaAttentionTest, TooSmallDeviceIsRefusedBeforeAnyLaunch) {

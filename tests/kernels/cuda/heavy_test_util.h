@@ -1,5 +1,6 @@
 // Helpers for the GPU tests of the heavy CUDA kernels (matmul, matmul_quant, attention): skip
-// without a device, device buffers that upload / download host vectors, and the device's limits.
+// without a device, device buffers that upload / download host vectors, the device's limits and
+// the GEMM tiles that fit it.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -21,6 +22,20 @@ inline StatusOr<DeviceLimits> DeviceOrReason() {
   auto info = QueryDevice(0);
   if (!info.ok()) return info.status();
   return LimitsOf(*info);
+}
+
+// Every tensor-core GEMM tile shape (kGemmCandidates) whose shared memory with `w_parts` weight
+// parts (1 dense, 2 int4) fits the device.
+inline std::vector<GemmTile> GemmTilesFitting(const DeviceLimits& dev, int64_t w_parts) {
+  std::vector<GemmTile> out;
+  for (const GemmShape& s : kGemmCandidates) {
+    GemmTile t;
+    t.bm = s.bm, t.bn = s.bn, t.bk = s.bk, t.stages = s.stages;
+    t.smem_bytes = GemmTileSmemBytes(t.bm, t.bn, t.bk, t.stages, w_parts);
+    t.needs_optin = t.smem_bytes > dev.smem_default;
+    if (t.smem_bytes <= dev.smem_optin) out.push_back(t);
+  }
+  return out;
 }
 
 #define G4_SKIP_WITHOUT_GPU(limits_var)                                                  \

@@ -2,11 +2,12 @@
 // weights (compressed-tensors nibble order, random bytes so every q in [-8, 7] occurs) and
 // BF16/F16/F32 scales: T in {1, 3, 17, 70}; odd N; groups 32 (16-byte GEMV loads), 64, 128, one
 // group per row, and odd groups (K = 99, group 33: scalar GEMV path, odd K in the GEMM); padded
-// row strides. The GEMV runs for every T, the GEMM for every tile shape that fits the device,
-// and MatMulInt4Device's own dispatch once more. The refusal on a device too small for any tile
-// is checked without a GPU (it must come before any launch).
-// Tolerance as for dense weights: |y - ref| <= 3e-5 * sum_k |x_k w_k| + 1e-6 (q * scale is exact
-// in f32; only the accumulation order differs). GPU cases skip without a CUDA device.
+// row strides. The GEMV runs for every T, the GEMM for every tile shape that fits the device
+// (BF16 scales), and MatMulInt4Device's own dispatch once more. The refusal on a device too
+// small for any tile is checked without a GPU (it must come before any launch).
+// Tolerance as for dense weights: |y - ref| <= 3e-5 * sum_k |x_k w_k| + 1e-6 (the GEMV: q * scale
+// in f32, another accumulation order; the tensor-core GEMM: x and q * scale as hi + lo parts of
+// bf16 / f16, about 2^-16 relative each). GPU cases skip without a CUDA device.
 #include "kernels/cuda/matmul_quant.h"
 
 #include <gtest/gtest.h>
@@ -70,21 +71,6 @@ TensorView Int4View(const void* data, const void* scales, const QuantCase& c, DT
   return TensorView(data, DType::kU8, {c.N, c.K}, q);
 }
 
-// Every tile shape Int4GemmDevice has a kernel for, with the stage counts the chooser uses.
-std::vector<W4A16Tile> TilesFitting(const DeviceLimits& dev, int64_t group) {
-  std::vector<W4A16Tile> out;
-  const int shapes[][4] = {{128, 128, 64, 3}, {128, 128, 64, 2}, {64, 128, 64, 2},
-                           {64, 64, 64, 2},   {64, 64, 64, 1}};
-  for (const auto& s : shapes) {
-    W4A16Tile t;
-    t.bm = s[0], t.bn = s[1], t.bk = s[2], t.stages = s[3];
-    t.smem_bytes = W4A16TileSmemBytes(t.bm, t.bn, t.bk, t.stages, group);
-    t.needs_optin = t.smem_bytes > dev.smem_default;
-    if (t.smem_bytes <= dev.smem_optin) out.push_back(t);
-  }
-  return out;
-}
-
 void CheckOutput(const std::vector<float>& y, const std::vector<float>& ref,
                  const std::vector<float>& x, const TensorView& host_w, int64_t T) {
   const int64_t N = host_w.dim(0), K = host_w.dim(1);
@@ -108,7 +94,7 @@ TEST(CudaMatMulQuantTest, Int4MatchesReferenceOnOddSizes) {
       {130, 1536, 128, 0},
       {33, 256, 64, 16},  // padded stride that keeps 16-byte rows
       {31, 128, 128, 3},  // one group per row, odd padding: scalar GEMV
-      {129, 320, 32, 0},  // K not a multiple of the 64-wide GEMM K step
+      {129, 336, 16, 0},  // K not a multiple of the 32-wide GEMM K step
   };
   for (const QuantCase& c : cases) {
     for (DType sd : {DType::kBF16, DType::kF16, DType::kF32}) {
@@ -137,10 +123,12 @@ TEST(CudaMatMulQuantTest, Int4MatchesReferenceOnOddSizes) {
           CheckOutput(dy.Download<float>(static_cast<size_t>(T * c.N)), ref, x, host_w, T);
         };
         run("gemv", Int4GemvDevice(w, dx.as<float>(), T, dy.as<float>(), nullptr));
-        for (const W4A16Tile& tile : TilesFitting(dev, c.group)) {
+        // Every tile with one scale dtype (the emulation's time); the dispatch's tile with each.
+        for (const W4A16Tile& tile :
+             sd == DType::kBF16 ? testing::GemmTilesFitting(dev, 2) : std::vector<GemmTile>{}) {
           run("gemm " + std::to_string(tile.bm) + "x" + std::to_string(tile.bn) + "x" +
                   std::to_string(tile.bk) + "x" + std::to_string(tile.stages),
-              Int4GemmDevice(w, dx.as<float>(), T, dy.as<float>(), tile, nullptr));
+              Int4GemmDevice(w, dx.as<float>(), T, dy.as<float>(), tile, dev.cc, nullptr));
         }
         run("dispatch", MatMulInt4Device(w, dx.as<float>(), T, dy.as<float>(), dev, nullptr));
       }
@@ -210,7 +198,7 @@ TEST(CudaMatMulQuantTest, TooSmallDeviceIsRefusedBeforeAnyLaunch) {
   const Status st = MatMulInt4Device(w, x, 17, y, tiny, nullptr);
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(st.message(),
-            "W4A16 GEMM tile needs required = 18944 bytes of shared memory per block, "
+            "W4A16 GEMM tile needs required = 20480 bytes of shared memory per block, "
             "available = 16384 (device opt-in limit)");
 }
 

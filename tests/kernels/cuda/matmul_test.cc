@@ -1,9 +1,10 @@
 // CUDA dense MatMul (kernels/cuda/matmul.h) against ref::MatMul on the same stored weights:
 // F32/BF16/F16, T in {1, 3, 17, 70} (GEMV, GEMV in two launches, GEMM with partial and several
 // row tiles), odd N and K (scalar GEMV path, GEMM tile edges) and K a multiple of 8 (16-byte
-// GEMV loads). Both paths are run for every T, and MatMulDevice's own dispatch once more.
-// Tolerance: |y - ref| <= 3e-5 * sum_k |x_k w_k| + 1e-6 (f32 accumulation in another order;
-// the ref accumulates in f64). Skips without a CUDA device.
+// GEMV loads). Both paths are run for every T, and MatMulDevice's own dispatch once more; with
+// 16-bit weights at GEMM rows, the tensor-core GEMM in every tile shape that fits the device.
+// Tolerance: |y - ref| <= 3e-5 * sum_k |x_k w_k| + 1e-6 (f32 accumulation in another order, x
+// as hi + lo parts on tensor cores; the ref accumulates in f64). Skips without a CUDA device.
 #include "kernels/cuda/matmul.h"
 
 #include <gtest/gtest.h>
@@ -49,10 +50,15 @@ std::vector<uint8_t> Store(const std::vector<float>& values, DType dtype) {
 
 enum class Path { kGemv, kGemm, kDispatch };
 
-void CheckCase(DType dtype, int64_t T, int64_t N, int64_t K, Path path, const DeviceLimits& dev) {
+// tile: the GEMM's (kGemm), or null for its own choice.
+void CheckCase(DType dtype, int64_t T, int64_t N, int64_t K, Path path, const DeviceLimits& dev,
+               const GemmTile* tile = nullptr) {
   SCOPED_TRACE(std::string(DTypeName(dtype)) + " T=" + std::to_string(T) + " N=" +
                std::to_string(N) + " K=" + std::to_string(K) + " path=" +
-               std::to_string(static_cast<int>(path)));
+               std::to_string(static_cast<int>(path)) +
+               (tile ? " tile " + std::to_string(tile->bm) + "x" + std::to_string(tile->bn) +
+                           "x" + std::to_string(tile->stages)
+                     : std::string()));
   const std::vector<uint8_t> wbytes = Store(Random(N * K, 1 + N + K), dtype);
   const std::vector<float> x = Random(T * K, 7 + T);
   const TensorView host_w(wbytes.data(), dtype, {N, K});
@@ -65,7 +71,9 @@ void CheckCase(DType dtype, int64_t T, int64_t N, int64_t K, Path path, const De
   Status st;
   switch (path) {
     case Path::kGemv: st = DenseGemvDevice(w, dx.as<float>(), T, dy.as<float>(), nullptr); break;
-    case Path::kGemm: st = DenseGemmDevice(w, dx.as<float>(), T, dy.as<float>(), nullptr); break;
+    case Path::kGemm:
+      st = DenseGemmDevice(w, dx.as<float>(), T, dy.as<float>(), dev, nullptr, tile);
+      break;
     case Path::kDispatch:
       st = MatMulDevice(w, dx.as<float>(), T, dy.as<float>(), dev, nullptr);
       break;
@@ -92,6 +100,11 @@ TEST(CudaMatMulTest, DenseMatchesReferenceOnOddSizes) {
       for (Size s : {Size{67, 131}, Size{129, 1000}, Size{5, 8}, Size{1, 3}}) {
         for (Path p : {Path::kGemv, Path::kGemm, Path::kDispatch}) {
           CheckCase(dtype, T, s.N, s.K, p, dev);
+        }
+        if (T > kGemvMaxT && dtype != DType::kF32) {
+          for (const GemmTile& tile : testing::GemmTilesFitting(dev, 1)) {
+            CheckCase(dtype, T, s.N, s.K, Path::kGemm, dev, &tile);
+          }
         }
       }
     }

@@ -66,16 +66,21 @@ TEST(PolicyTest, EveryChoiceFitsTheCardsOptInSharedMemory) {
 TEST(PolicyTest, TuringGetsSmallerTilesThanHopperAndNeverNeeds96KiB) {
   const DevicePolicy t4 = PolicyOrDie(TeslaT4());
   const DevicePolicy h200 = PolicyOrDie(H200());
-  // T4, 64 KiB opt-in, at most 2 stages (no cp.async): 128x128x64x2 needs
-  // 2 * (128*64*4 + 128*2*4 + 128*32) = 75776 B > 64 KiB; 64x128x64x2 needs 43008 B.
+  // T4, 64 KiB opt-in, at most 2 stages (no cp.async): the W4A16 128x128x32x2 needs
+  // 2 * (2*128 + 2*128) * 40 * 2 = 81920 B > 64 KiB; 64x128x32x2 needs 61440 B. The dense GEMM
+  // (one weight part) fits 128x128x32x2 in 2 * (2*128 + 128) * 40 * 2 = 61440 B.
   EXPECT_EQ(t4.w4a16_tile.bm, 64);
   EXPECT_EQ(t4.w4a16_tile.bn, 128);
   EXPECT_EQ(t4.w4a16_tile.stages, 2);
-  EXPECT_EQ(t4.w4a16_tile.smem_bytes, 43008);
-  // H200, 227 KiB: the largest candidate, 3 stages = 113664 B.
+  EXPECT_EQ(t4.w4a16_tile.smem_bytes, 61440);
+  EXPECT_EQ(t4.gemm_tile.bm, 128);
+  EXPECT_EQ(t4.gemm_tile.smem_bytes, 61440);
+  // H200, 227 KiB: the largest candidate, 3 stages = 122880 B (dense: 92160 B).
   EXPECT_EQ(h200.w4a16_tile.bm, 128);
   EXPECT_EQ(h200.w4a16_tile.stages, 3);
-  EXPECT_EQ(h200.w4a16_tile.smem_bytes, 113664);
+  EXPECT_EQ(h200.w4a16_tile.smem_bytes, 122880);
+  EXPECT_EQ(h200.gemm_tile.stages, 3);
+  EXPECT_EQ(h200.gemm_tile.smem_bytes, 92160);
   // Head dim 512 on a T4: bc 16 would need 2*16*512*4 + 4*2*16*4 = 66048 B > 65536, so bc 8.
   EXPECT_EQ(t4.AttentionFor(512)->bc, 8);
   EXPECT_LT(t4.AttentionFor(512)->smem_bytes, 96 * kKiB);
@@ -90,7 +95,8 @@ TEST(PolicyTest, PolicyLineStatesTheDecision) {
   EXPECT_TRUE(Contains(t4, " compute=f16 ")) << t4;
   EXPECT_TRUE(Contains(t4, " smem_optin=64KiB ")) << t4;
   EXPECT_TRUE(Contains(t4, " l2=4MiB ")) << t4;
-  EXPECT_TRUE(Contains(t4, " w4a16_tile=64x128x64x2(42KiB) ")) << t4;
+  EXPECT_TRUE(Contains(t4, " gemm_tile=128x128x32x2(60KiB) ")) << t4;
+  EXPECT_TRUE(Contains(t4, " w4a16_tile=64x128x32x2(60KiB) ")) << t4;
   EXPECT_TRUE(Contains(t4, " attn512=bc8(")) << t4;
   EXPECT_TRUE(Contains(t4, " pdl=off")) << t4;
   const std::string h200 = PolicyOrDie(H200()).ToString();
@@ -126,8 +132,8 @@ TEST(PolicyTest, RefusesDevicesBelowTuring) {
 }
 
 TEST(PolicyTest, RefusesWithTheArithmeticWhenNoTileFits) {
-  // A card with 16 KiB per block: the smallest W4A16 tile (64x64x64, one stage) needs
-  // 64*64*4 + 64*2*4 + 64*32 = 18944 bytes.
+  // A card with 16 KiB per block: the smallest W4A16 tile (64x64x32, one stage) needs
+  // (2*64 + 2*64) * (32 + 8) * 2 = 20480 bytes (the dense GEMM's 15360 fit).
   DeviceInfo tiny = TeslaT4();
   tiny.name = "tiny";
   tiny.smem_per_block = 16 * kKiB;
@@ -136,7 +142,7 @@ TEST(PolicyTest, RefusesWithTheArithmeticWhenNoTileFits) {
   ASSERT_FALSE(p.ok());
   const std::string m = p.status().message();
   EXPECT_TRUE(Contains(m, "'tiny'")) << m;
-  EXPECT_TRUE(Contains(m, "required = 18944")) << m;
+  EXPECT_TRUE(Contains(m, "W4A16 GEMM tile needs required = 20480")) << m;
   EXPECT_TRUE(Contains(m, "available = 16384")) << m;
 
   // Enough for every W4A16 tile but not for head dim 512 with 8 keys a tile

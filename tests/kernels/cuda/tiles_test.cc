@@ -1,12 +1,11 @@
 // Tile and plan choice (kernels/cuda/tiles.h) for recorded T4, L4, A100 and H200 descriptions
 // and a fake 16 KiB device: the choice per card, that every choice fits the card's opt-in shared
-// memory, that bigger cards never get smaller tiles, the scale-slot bound of the W4A16 stage
-// layout, and the refusal messages with their arithmetic. Host-only: runs without a GPU.
+// memory, that bigger cards never get smaller tiles, the GEMM stage layout's bytes, and the
+// refusal messages with their arithmetic. Host-only: runs without a GPU.
 #include "kernels/cuda/tiles.h"
 
 #include <gtest/gtest.h>
 
-#include <set>
 #include <string>
 #include <vector>
 
@@ -41,33 +40,32 @@ std::string Shape(const W4A16Tile& t) {
          std::to_string(t.stages);
 }
 
-TEST(TilesTest, W4A16StageBytesAreThePackedWeightsScalesAndActivations) {
-  // 64x64x64, groups of 32: x 64*64 f32, scales 64 rows x 2 groups f32, 64 rows x 32 bytes.
-  EXPECT_EQ(W4A16StageBytes(64, 64, 64, 32), 64 * 64 * 4 + 64 * 2 * 4 + 64 * 64 / 2);
-  EXPECT_EQ(W4A16TileSmemBytes(128, 128, 64, 3, 32), 3 * W4A16StageBytes(128, 128, 64, 32));
+TEST(TilesTest, GemmStageBytesAreTheSplitActivationsAndWeightParts) {
+  // 64x64x32: x hi and lo, 64 rows each, and w (1 part dense, 2 int4), rows of 32 + 8 halves.
+  EXPECT_EQ(GemmStageBytes(64, 64, 32, 1), (2 * 64 + 64) * 40 * 2);
+  EXPECT_EQ(GemmStageBytes(64, 64, 32, 2), (2 * 64 + 2 * 64) * 40 * 2);
+  EXPECT_EQ(GemmTileSmemBytes(128, 128, 32, 3, 2), 3 * GemmStageBytes(128, 128, 32, 2));
 }
 
-TEST(TilesTest, ScaleSlotsCoverEveryGroupAKStepTouches) {
-  for (int64_t bk : {64}) {
-    for (int64_t group : {1, 8, 16, 32, 33, 48, 64, 96, 100, 128, 256, 1536}) {
-      int64_t most = 0;
-      for (int64_t k0 = 0; k0 < 64 * group; k0 += bk) {
-        std::set<int64_t> groups;
-        for (int64_t k = k0; k < k0 + bk; ++k) groups.insert(k / group);
-        most = std::max<int64_t>(most, static_cast<int64_t>(groups.size()));
-      }
-      EXPECT_GE(W4A16ScaleSlots(bk, group), most) << "bk " << bk << " group " << group;
-      EXPECT_LE(W4A16ScaleSlots(bk, group), most + 1) << "bk " << bk << " group " << group;
-    }
+TEST(TilesTest, DenseGemmChoicePerRecordedCard) {
+  for (const DeviceInfo& d : Cards()) {
+    auto t = ChooseGemmTile(d.smem_per_block_optin, d.smem_per_block, d.cc(), 1);
+    ASSERT_TRUE(t.ok()) << d.name;
+    EXPECT_EQ(t->bm, 128) << d.name;  // 128x128 fits every recorded card
+    EXPECT_EQ(t->stages, d.cc() < 80 ? 2 : 3) << d.name;
+    EXPECT_EQ(t->smem_bytes, GemmTileSmemBytes(128, 128, 32, t->stages, 1));
+    EXPECT_LE(t->smem_bytes, d.smem_per_block_optin);
   }
+  // The smallest dense tile (15360 B) fits 16 KiB; the smallest W4A16 one does not.
+  EXPECT_TRUE(ChooseGemmTile(16 * kKiB, 16 * kKiB, 80, 1).ok());
 }
 
 TEST(TilesTest, W4A16ChoicePerRecordedCard) {
-  EXPECT_EQ(Shape(TileOrDie(TeslaT4())), "64x128x64x2");   // 75776 > 64 KiB for 128x128
-  EXPECT_EQ(Shape(TileOrDie(NvidiaL4())), "128x128x64x2");  // 3 stages: 113664 > 99 KiB
-  EXPECT_EQ(Shape(TileOrDie(A100_40GB())), "128x128x64x3");
-  EXPECT_EQ(Shape(TileOrDie(H200())), "128x128x64x3");
-  EXPECT_FALSE(TileOrDie(TeslaT4()).needs_optin);
+  EXPECT_EQ(Shape(TileOrDie(TeslaT4())), "64x128x32x2");   // 81920 > 64 KiB for 128x128
+  EXPECT_EQ(Shape(TileOrDie(NvidiaL4())), "128x128x32x2");  // 3 stages: 122880 > 99 KiB
+  EXPECT_EQ(Shape(TileOrDie(A100_40GB())), "128x128x32x3");
+  EXPECT_EQ(Shape(TileOrDie(H200())), "128x128x32x3");
+  EXPECT_TRUE(TileOrDie(TeslaT4()).needs_optin);  // 61440 > the 48 KiB default
   EXPECT_TRUE(TileOrDie(NvidiaL4()).needs_optin);
 }
 
@@ -78,7 +76,7 @@ TEST(TilesTest, EveryChoiceFitsAndBiggerCardsNeverGetSmallerTiles) {
     for (const DeviceInfo& d : Cards()) {
       SCOPED_TRACE(d.name + " group " + std::to_string(group));
       const W4A16Tile t = TileOrDie(d, 1536, group);
-      EXPECT_EQ(t.smem_bytes, W4A16TileSmemBytes(t.bm, t.bn, t.bk, t.stages, group));
+      EXPECT_EQ(t.smem_bytes, GemmTileSmemBytes(t.bm, t.bn, t.bk, t.stages, 2));
       EXPECT_LE(t.smem_bytes, d.smem_per_block_optin);
       EXPECT_EQ(t.needs_optin, t.smem_bytes > d.smem_per_block);
       EXPECT_GE(t.bm * t.bn, prev.bm * prev.bn);
@@ -124,10 +122,10 @@ TEST(TilesTest, A16KiBDeviceIsRefusedWithTheArithmetic) {
   auto t = ChooseW4A16Tile(small, small, 80, 1536, 32);
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
-  const int64_t need = W4A16TileSmemBytes(64, 64, 64, 1, 32);
-  EXPECT_EQ(need, 18944);
+  const int64_t need = GemmTileSmemBytes(64, 64, 32, 1, 2);
+  EXPECT_EQ(need, 20480);
   EXPECT_EQ(t.status().message(),
-            "W4A16 GEMM tile needs required = 18944 bytes of shared memory per block, "
+            "W4A16 GEMM tile needs required = 20480 bytes of shared memory per block, "
             "available = 16384 (device opt-in limit)");
 
   auto a = ChooseAttentionPlan(512, small, small);

@@ -302,7 +302,9 @@ inline Sched& S() {
 inline uint3 threadIdx, blockIdx;
 inline dim3 blockDim, gridDim;
 inline float g_shfl[1024];
-alignas(16) inline unsigned char g_dyn_smem[1 << 20];
+// 128-byte aligned: with no static __shared__ in a kernel, a device's dynamic shared memory
+// starts at the block's shared window, which WMMA's 32-byte alignment rule relies on.
+alignas(128) inline unsigned char g_dyn_smem[1 << 20];
 
 namespace emu {
 inline void Yield(St st) {
@@ -417,6 +419,8 @@ inline float __shfl_xor_sync(unsigned, float v, int mask) {
   return r;
 }
 inline float __uint_as_float(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
+inline uint32_t __float_as_uint(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
+inline void __trap() { std::abort(); }
 // Blocks run one after another and a block's threads never at once: an atomic is a plain
 // read-modify-write, a fence orders nothing more, an L2 load is a load.
 inline unsigned atomicAdd(unsigned* p, unsigned v) {

@@ -9,12 +9,16 @@
 // DecodeGraphsReplayWhatOpByOpComputes: decode steps recorded as CUDA graphs and replayed
 // (model/step_graphs.h) give exactly the op-by-op logits, across full-layer growth (a new
 // recording); where an op runs on the host (attention at head dim 16) recording is refused and
-// the steps still match.
+// the steps still match. BatchedStepsAreEachSequenceAlone: a decode batch (and a prefill chunk
+// with it) gives each sequence's own logits.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
+#include <span>
+#include <vector>
 
 #include "common/golden_cases.h"
 #include "common/greedy_check.h"
@@ -28,6 +32,14 @@ namespace {
 using testing::MaxDiff;
 
 class EmuDecodeTest : public ::testing::TestWithParam<testing::GoldenCase> {};
+
+// Whether every layer's attention runs on the device (else a step cannot be recorded).
+bool AttentionAllOnDevice(const ModelConfig& c) {
+  for (const LayerConfig& l : c.layers) {
+    if (!cuda::AttentionOnDevice(l.head_dim)) return false;
+  }
+  return true;
+}
 
 std::string CaseName(const ::testing::TestParamInfo<testing::GoldenCase>& info) {
   std::string s = info.param.name;
@@ -97,9 +109,7 @@ TEST_P(EmuDecodeTest, DecodeGraphsReplayWhatOpByOpComputes) {
   }
   const StepGraphs::Stats& st = graphs.stats();
   EXPECT_EQ(st.recorded + st.replayed + st.op_by_op, steps);
-  bool on_device = true;
-  for (const LayerConfig& l : c.layers) on_device = on_device && cuda::AttentionOnDevice(l.head_dim);
-  if (on_device) {
+  if (AttentionAllOnDevice(c)) {
     EXPECT_TRUE(graphs.refused().empty()) << graphs.refused();
     EXPECT_GE(st.recorded, 2);  // the full layers grew at least once after the first recording
     EXPECT_GE(st.replayed, steps / 2);
@@ -110,6 +120,82 @@ TEST_P(EmuDecodeTest, DecodeGraphsReplayWhatOpByOpComputes) {
     EXPECT_NE(graphs.refused().find("host"), std::string::npos) << graphs.refused();
     EXPECT_EQ(st.recorded + st.replayed, 0);
   }
+  EXPECT_TRUE(cuda::LastError().ok()) << cuda::LastError().ToString();
+}
+
+// A decode batch on the CUDA backend: three sequences (prompt prefixes of unequal length, so
+// unequal key counts) stepped together, with a prefill chunk of a fourth in the second step,
+// give each sequence's logits as stepping it alone does (one attention launch and the norm
+// launch's KV writes serve the batch: ops/attention.h, ops/norm_rope.h), within 1e-4 of the
+// largest |logit| (key splits differ with the batch); and the batched steps replayed from
+// graphs give the op-by-op batch's logits exactly.
+TEST_P(EmuDecodeTest, BatchedStepsAreEachSequenceAlone) {
+  const testing::GoldenCase& gc = GetParam();
+  auto model = Gemma4Model::Load(gc.dir);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  Backend backend(BackendKind::kCuda, 1);
+  if (!backend.status().ok()) GTEST_SKIP() << backend.status().message();
+  const ModelConfig& c = (*model)->config();
+  const std::vector<int32_t> prompt = testing::ReadIds(gc.dir + "/input_ids.json");
+  ASSERT_GE(prompt.size(), 8u);
+  constexpr int kSeqs = 3;
+  const size_t lens[kSeqs] = {prompt.size(), prompt.size() - 3, prompt.size() - 6};
+  std::vector<std::unique_ptr<SequenceKvCache>> alone, batched, graphed;
+  std::vector<int32_t> next(kSeqs);
+  for (int i = 0; i < kSeqs; ++i) {
+    const std::span<const int32_t> p(prompt.data(), lens[i]);
+    for (auto* caches : {&alone, &batched, &graphed}) {
+      auto cache = SequenceKvCache::Create(c, 256, backend.memory());
+      ASSERT_TRUE(cache.ok());
+      auto logits = Prefill(**model, backend, **cache, p, 5);
+      ASSERT_TRUE(logits.ok()) << logits.status().ToString();
+      next[i] = static_cast<int32_t>(std::max_element(logits->begin(), logits->end()) -
+                                     logits->begin());
+      caches->push_back(std::move(*cache));
+    }
+  }
+  // The prefill chunk's caches (one per batch copy).
+  auto extra = SequenceKvCache::Create(c, 256, backend.memory());
+  auto graph_extra = SequenceKvCache::Create(c, 256, backend.memory());
+  ASSERT_TRUE(extra.ok() && graph_extra.ok());
+  StepGraphs graphs;
+  for (int step = 0; step < 5; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    std::vector<Gemma4Model::BatchItem> items(kSeqs), graph_items(kSeqs);
+    for (int i = 0; i < kSeqs; ++i) {
+      items[i].ids = std::span<const int32_t>(&next[i], 1);
+      items[i].start_pos = static_cast<int32_t>(batched[i]->size());
+      items[i].cache = batched[i].get();
+      graph_items[i] = items[i];
+      graph_items[i].cache = graphed[i].get();
+    }
+    if (step == 1) {  // a sequence's first chunk joins the step (T = 4 rows)
+      Gemma4Model::BatchItem chunk;
+      chunk.ids = std::span<const int32_t>(prompt.data(), 4);
+      chunk.cache = extra->get();
+      items.push_back(chunk);
+      chunk.cache = graph_extra->get();
+      graph_items.push_back(chunk);
+    }
+    auto got = (*model)->ForwardBatch(backend, items);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    auto replayed = (*model)->ForwardBatch(backend, graph_items, nullptr, &graphs);
+    ASSERT_TRUE(replayed.ok()) << replayed.status().ToString();
+    for (int i = 0; i < kSeqs; ++i) EXPECT_EQ(MaxDiff((*replayed)[i], (*got)[i]), 0.0) << i;
+    for (int i = 0; i < kSeqs; ++i) {
+      Gemma4Model::ForwardOptions o;
+      o.start_pos = static_cast<int32_t>(alone[i]->size());
+      o.cache = alone[i].get();
+      o.last_logits_only = true;
+      auto want = (*model)->Forward(backend, std::span<const int32_t>(&next[i], 1), o);
+      ASSERT_TRUE(want.ok()) << want.status().ToString();
+      const double max_abs = MaxDiff(*want, std::vector<float>(want->size(), 0.0f));
+      EXPECT_LE(MaxDiff((*got)[i], *want), 1e-4 * max_abs) << "sequence " << i;
+      next[i] = static_cast<int32_t>(std::max_element(want->begin(), want->end()) -
+                                     want->begin());
+    }
+  }
+  if (AttentionAllOnDevice(c)) EXPECT_GE(graphs.stats().replayed, 1);
   EXPECT_TRUE(cuda::LastError().ok()) << cuda::LastError().ToString();
 }
 

@@ -18,7 +18,7 @@
 set -euo pipefail
 build=$(cd "${1:?usage: run_backend.sh BUILD_DIR [CARDS] [gtest filter]}" && pwd)
 cards=${2:-H200}
-filter=${3:-'Cuda*:*_cuda:*EmuDecode*tiny_bf16:*EmuDecode*tiny_window:*EmuDecode*e2b_donors:-*Bandwidth*'}
+filter=${3:-'Cuda*:*_cuda:*EmuDecode*tiny_bf16:*EmuDecode*tiny_window:*EmuDecode*e2b_donors:-*Bandwidth*:*BatchedSteps*tiny_bf16:*BatchedSteps*tiny_window'}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../../.." && pwd)
 out=${EMU_OUT:-$build/cuda-emu}
