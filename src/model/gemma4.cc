@@ -130,14 +130,15 @@ StatusOr<std::vector<std::vector<float>>> Gemma4Model::ForwardBatch(
                                                row_begin[b + 1] - row_begin[b]));
   }
 
-  // A decode step with graphs: this batch's buffers, and its recording once there is one.
+  // A decode step with graphs: the buffers of this batch size, and its recording once there
+  // is one.
   StepGraphs::Entry* entry = nullptr;
   bool fresh = true;
+  std::vector<uint64_t> storage;  // what a recording of this step points to
   // (Not under a profiler: it times ops one by one.)
   if (graphs && decode && be.can_capture() && !be.profiler() && graphs->refused_.empty()) {
-    std::vector<uint64_t> key = {B};
-    for (const BatchItem& it : items) key.push_back(it.cache->storage_id());
-    entry = &graphs->Get(key, mem, &fresh);
+    entry = &graphs->Get(static_cast<int64_t>(B), mem, &fresh);
+    for (const BatchItem& it : items) storage.push_back(it.cache->storage_id());
   }
   ForwardWorkspace local(mem);
   ForwardWorkspace& ws = entry ? *entry->ws : local;
@@ -148,18 +149,22 @@ StatusOr<std::vector<std::vector<float>>> Gemma4Model::ForwardBatch(
     ws.inv_freq_loaded = true;
   }
 
-  if (entry && entry->graph) {
+  if (entry && entry->graph && entry->storage == storage) {
     G4_RETURN_IF_ERROR(entry->graph->Launch());
     ++graphs->stats_.replayed;
   } else if (entry && !fresh) {
-    // Second step of this batch: every buffer has its size and every weight is on the device,
-    // so the pass allocates and uploads nothing and can be recorded.
+    // A step of this size ran before: every buffer has its size and every weight is on the
+    // device, so the pass allocates and uploads nothing and can be recorded (again, over
+    // caches other than the last recording's).
+    entry->graph.reset();
+    entry->storage.clear();
     G4_RETURN_IF_ERROR(be.BeginCapture());
     const Status ran = RunOps(be, ws, items, row_begin, N, nullptr);
     StatusOr<std::unique_ptr<OpGraph>> graph = be.EndCapture();
     G4_RETURN_IF_ERROR(ran);
     if (graph.ok()) {
       entry->graph = std::move(*graph);
+      entry->storage = std::move(storage);
       graphs->stats_.ops_per_step = entry->graph->num_ops();
       ++graphs->stats_.recorded;
       G4_RETURN_IF_ERROR(entry->graph->Launch());

@@ -79,8 +79,9 @@ class Gemma4Model {
   // each item's logits ([T_i, vocab], or [1, vocab] with last_logits_only), in item order.
   // `trace` (single item only) records x0/PLE/hidden states. With `graphs` and a backend that
   // records op graphs, a decode step (every item one token with its cache, last logits only)
-  // is recorded on its batch's second step and replayed after (model/step_graphs.h); the
-  // logits are the same either way.
+  // runs op by op the first time its batch size comes, is recorded the next and replayed while
+  // the batch's caches stay the ones recorded over (model/step_graphs.h); the logits are the
+  // same either way.
   StatusOr<std::vector<std::vector<float>>> ForwardBatch(Backend& backend,
                                                          std::span<const BatchItem> items,
                                                          ForwardTrace* trace = nullptr,

@@ -4,11 +4,10 @@
 
 namespace g4 {
 
-StepGraphs::Entry& StepGraphs::Get(const std::vector<uint64_t>& key, Memory& memory,
-                                   bool* fresh) {
+StepGraphs::Entry& StepGraphs::Get(int64_t batch, Memory& memory, bool* fresh) {
   ++clock_;
   for (auto& e : entries_) {
-    if (e->key == key) {
+    if (e->batch == batch) {
       e->last_use = clock_;
       *fresh = false;
       return *e;
@@ -22,7 +21,7 @@ StepGraphs::Entry& StepGraphs::Get(const std::vector<uint64_t>& key, Memory& mem
     entries_.erase(oldest);
   }
   auto e = std::make_unique<Entry>();
-  e->key = key;
+  e->batch = batch;
   e->ws = std::make_unique<ForwardWorkspace>(memory);
   e->last_use = clock_;
   entries_.push_back(std::move(e));

@@ -55,16 +55,49 @@ __device__ __forceinline__ void SplitHiLo(float f, uint16_t* hi, uint16_t* lo) {
   *lo = ToBits<CT>(f - FromBits<CT>(h));
 }
 
+// Eight values of f as hi and lo parts in CT, stored as one 16-byte word each at hi and lo
+// (16-byte aligned shared memory).
+template <typename CT>
+__device__ __forceinline__ void SplitHiLo8(const float (&f)[8], uint16_t* hi, uint16_t* lo) {
+  uint32_t h[4] = {}, l[4] = {};
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    uint16_t a, b;
+    SplitHiLo<CT>(f[e], &a, &b);
+    h[e / 2] |= static_cast<uint32_t>(a) << (16 * (e % 2));
+    l[e / 2] |= static_cast<uint32_t>(b) << (16 * (e % 2));
+  }
+  *reinterpret_cast<uint4*>(hi) = uint4{h[0], h[1], h[2], h[3]};
+  *reinterpret_cast<uint4*>(lo) = uint4{l[0], l[1], l[2], l[3]};
+}
+
+// Whether every 8-element run from a multiple of 8 in the rows of a [rows, K] matrix of 16-bit
+// or f32 elements at p starts 16-byte aligned (and lies in its row): p is, and K % 8 == 0.
+__device__ __forceinline__ bool Runs8(const void* p, int64_t K) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0 && K % 8 == 0;
+}
+
 // Weight loaders: fill a stage's weight parts, rows [n0, n0 + BN) by k [k0, k0 + BK), at row
-// stride BK + kGemmPad, with all kGemmThreads threads.
-// Dense weights already in CT (bf16 weights for bf16, f16 for f16): copied as stored.
+// stride BK + kGemmPad (so every 8-element run from a multiple of 8 is a 16-byte-aligned word:
+// tiles.h), with all kGemmThreads threads.
+// Dense weights already in CT (bf16 weights for bf16, f16 for f16): copied as stored, 16 bytes
+// per load where the rows allow (Runs8), else one element at a time.
 struct DenseWTile {
   static constexpr int kParts = 1;
   const uint16_t* w;  // [N, K]
   template <typename CT, int BN, int BK>
   __device__ __forceinline__ void Load(int64_t n0, int64_t k0, int64_t N, int64_t K,
                                        uint16_t* part0, uint16_t* /*part1*/) const {
-    constexpr int LD = BK + kGemmPad;
+    constexpr int LD = BK + kGemmPad, R = BK / 8;
+    if (Runs8(w, K)) {
+      for (int idx = threadIdx.x; idx < BN * R; idx += kGemmThreads) {
+        const int c = idx / R, kk = 8 * (idx % R);
+        const int64_t n = n0 + c, k = k0 + kk;
+        *reinterpret_cast<uint4*>(part0 + c * LD + kk) =
+            (n < N && k < K) ? *reinterpret_cast<const uint4*>(w + n * K + k) : uint4{0, 0, 0, 0};
+      }
+      return;
+    }
     for (int idx = threadIdx.x; idx < BN * BK; idx += kGemmThreads) {
       const int c = idx / BK, kk = idx % BK;
       const int64_t n = n0 + c, k = k0 + kk;
@@ -74,7 +107,10 @@ struct DenseWTile {
 };
 
 // compressed-tensors int4 (core/tensor.h: row n at w + n * row_bytes, low nibble = even k,
-// stored nibble = q + 8, scales [N, K / group]): q * scale in f32, split into hi and lo.
+// stored nibble = q + 8, scales [N, K / group]): q * scale in f32, split into hi and lo. Where
+// every 8-nibble run from a multiple of 8 is an aligned 4-byte word inside one group (w and
+// row_bytes 4-byte aligned, K and the group multiples of 8), a thread loads such a word and one
+// scale; else a byte (two nibbles) at a time.
 struct Int4WTile {
   static constexpr int kParts = 2;
   const uint8_t* w;
@@ -85,8 +121,26 @@ struct Int4WTile {
   template <typename CT, int BN, int BK>
   __device__ __forceinline__ void Load(int64_t n0, int64_t k0, int64_t N, int64_t K,
                                        uint16_t* part0, uint16_t* part1) const {
-    constexpr int LD = BK + kGemmPad, HB = BK / 2;  // k0 is even: BK is
+    constexpr int LD = BK + kGemmPad, HB = BK / 2, R = BK / 8;  // k0 is even: BK is
     const int64_t groups = K / group;
+    if (reinterpret_cast<uintptr_t>(w) % 4 == 0 && row_bytes % 4 == 0 && K % 8 == 0 &&
+        group % 8 == 0) {
+      for (int idx = threadIdx.x; idx < BN * R; idx += kGemmThreads) {
+        const int c = idx / R, kk = 8 * (idx % R);
+        const int64_t n = n0 + c, k = k0 + kk;
+        float v[8] = {};
+        if (n < N && k < K) {  // then k + 7 < K
+          const uint32_t word = *reinterpret_cast<const uint32_t*>(w + n * row_bytes + k / 2);
+          const float sc = LoadF32(scale_type, scales, n * groups + k / group);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) {
+            v[e] = static_cast<float>(static_cast<int>((word >> (4 * e)) & 0xfu) - 8) * sc;
+          }
+        }
+        SplitHiLo8<CT>(v, part0 + c * LD + kk, part1 + c * LD + kk);
+      }
+      return;
+    }
     for (int idx = threadIdx.x; idx < BN * HB; idx += kGemmThreads) {
       const int c = idx / HB, b2 = idx % HB;
       const int64_t n = n0 + c, k = k0 + 2 * b2;
@@ -117,6 +171,7 @@ __device__ __forceinline__ void TcGemmTile(unsigned char* smem, const WTile& wt,
   namespace wmma = nvcuda::wmma;
   static_assert(BM % 32 == 0 && BN % 64 == 0 && BK % 16 == 0, "2 x 4 warps of 16 x 16 tiles");
   constexpr int LD = BK + kGemmPad, WM = BM / 2, WN = BN / 4, MI = WM / 16, NJ = WN / 16;
+  static_assert(LD % 8 == 0, "8-element runs from a multiple of 8 are 16-byte words");
   constexpr int kParts = WTile::kParts;
   constexpr int kStageElems = (2 * BM + kParts * BN) * LD;
   uint16_t* const base = reinterpret_cast<uint16_t*>(smem);
@@ -126,14 +181,31 @@ __device__ __forceinline__ void TcGemmTile(unsigned char* smem, const WTile& wt,
   const int64_t n0 = static_cast<int64_t>(blockIdx.x) * BN;
   const int64_t ksteps = (K + BK - 1) / BK;
 
+  const bool x_runs = Runs8(x, K);
   auto load = [&](int64_t kt) {
     uint16_t* const st = base + (kt % stages) * kStageElems;
     const int64_t k0 = kt * BK;
-    for (int idx = threadIdx.x; idx < BM * BK; idx += kGemmThreads) {
-      const int r = idx / BK, kk = idx % BK;
-      const int64_t t = m0 + r, k = k0 + kk;
-      SplitHiLo<CT>((t < T && k < K) ? x[t * K + k] : 0.0f, &st[r * LD + kk],
-                    &st[(BM + r) * LD + kk]);
+    if (x_runs) {  // two 16-byte loads of x and a 16-byte store of each part per thread
+      constexpr int R = BK / 8;
+      for (int idx = threadIdx.x; idx < BM * R; idx += kGemmThreads) {
+        const int r = idx / R, kk = 8 * (idx % R);
+        const int64_t t = m0 + r, k = k0 + kk;
+        float v[8] = {};
+        if (t < T && k < K) {  // then k + 7 < K
+          const float4* const p = reinterpret_cast<const float4*>(x + t * K + k);
+          const float4 a = p[0], b = p[1];
+          v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w;
+          v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+        }
+        SplitHiLo8<CT>(v, st + r * LD + kk, st + (BM + r) * LD + kk);
+      }
+    } else {
+      for (int idx = threadIdx.x; idx < BM * BK; idx += kGemmThreads) {
+        const int r = idx / BK, kk = idx % BK;
+        const int64_t t = m0 + r, k = k0 + kk;
+        SplitHiLo<CT>((t < T && k < K) ? x[t * K + k] : 0.0f, &st[r * LD + kk],
+                      &st[(BM + r) * LD + kk]);
+      }
     }
     wt.template Load<CT, BN, BK>(n0, k0, N, K, st + 2 * BM * LD,
                                  st + (2 * BM + (kParts - 1) * BN) * LD);

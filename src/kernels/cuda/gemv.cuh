@@ -1,16 +1,42 @@
-// The end of a GEMV warp, shared by the dense and the int4 GEMV kernels (matmul.cu,
-// matmul_quant.cu): each row's partial sums reduced across the warp, and lane 0 writes the
-// result for every x row t < T, through the GemvGate epilogue (matmul.h); and the end of a
-// GEMV grid with a ResidualNorm tail (GemvResidual).
+// What the dense and the int4 GEMV kernels (matmul.cu, matmul_quant.cu) share: the prefetch of
+// a block's weight rows before the grid dependency; the end of a GEMV warp (each row's partial
+// sums reduced across the warp, and lane 0 writes the result for every x row t < T, through the
+// GemvGate epilogue, matmul.h); and the end of a GEMV grid with a ResidualNorm tail
+// (GemvResidual).
 #pragma once
 
 #include <cstdint>
 
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/load.cuh"
 #include "kernels/cuda/matmul.h"
 #include "kernels/cuda/residual_norm.cuh"
 
 namespace g4::cuda {
+
+// Called by every thread before GridDependency(): thread 0 prefetches (PrefetchL2) the block's
+// weight rows, [n0, n0 + rows_per_block) within N of its segment's weight (and of up, the next
+// segment, for GemvGate::kWeight), row_bytes each, and for int4 weights their scale rows,
+// scale_row_bytes each (0: none). Only weights: the rows of x are the predecessor's output.
+template <GemvGate::Kind kGate>
+__device__ __forceinline__ void PrefetchGemvRows(const GemvSegments& seg, int rows_per_block,
+                                                 int64_t row_bytes, int64_t scale_row_bytes) {
+  if (threadIdx.x != 0) return;
+  const int s = seg.SegmentOf(blockIdx.x);
+  const int64_t n0 = static_cast<int64_t>(blockIdx.x - seg.first_block[s]) * rows_per_block;
+  const int64_t left = seg.N[s] - n0;
+  const int64_t rows = left < rows_per_block ? left : rows_per_block;
+  if (rows <= 0) return;
+  constexpr int kRows = kGate == GemvGate::kWeight ? 2 : 1;
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    PrefetchL2(static_cast<const uint8_t*>(seg.w[s + r]) + n0 * row_bytes, rows * row_bytes);
+    if (scale_row_bytes > 0) {
+      PrefetchL2(static_cast<const uint8_t*>(seg.scales[s + r]) + n0 * scale_row_bytes,
+                 rows * scale_row_bytes);
+    }
+  }
+}
 
 // acc[r][t]: this lane's partial sum of weight row r (kRows: 2 for GemvGate::kWeight, else 1)
 // with x row t; y: [T, N]; seg: the epilogue's up rows for GemvGate::kRows.

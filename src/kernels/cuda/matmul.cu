@@ -111,6 +111,8 @@ __device__ __forceinline__ void DenseGemvRow(const GemvSegments& seg, int s, int
 template <typename WT, GemvGate::Kind kGate>
 __global__ void DenseGemvKernel(const GemvSegments seg, int64_t K, const float* __restrict__ x,
                                 int T, bool vec) {
+  PrefetchGemvRows<kGate>(seg, kGemvWarps, K * static_cast<int64_t>(sizeof(typename WT::Elem)),
+                          0);
   GridDependency();
   const int s = seg.SegmentOf(blockIdx.x);
   const int64_t N = seg.N[s];

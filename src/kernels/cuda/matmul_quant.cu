@@ -38,6 +38,8 @@ constexpr int kQChunkPadded = kQChunk + kQChunk / 32;
 template <bool kFast, GemvGate::Kind kGate>
 __global__ void Int4GemvKernel(const GemvSegments seg, int64_t row_bytes, ElemType scale_type,
                                int64_t K, int64_t group, const float* __restrict__ x, int T) {
+  PrefetchGemvRows<kGate>(seg, kQGemvWarps, row_bytes,
+                          (K / group) * (scale_type == ElemType::kF32 ? 4 : 2));
   GridDependency();
   constexpr int kRows = kGate == GemvGate::kWeight ? 2 : 1;
   __shared__ float xs[kQMaxT][kQChunkPadded];

@@ -27,7 +27,8 @@ struct DeviceLimits {
 // 16 bits more than hi and the GEMM is close to f32 (the decode GEMV's precision); dense
 // weights are exact in the compute type (one part), dequantized int4 weights (q * scale) are
 // split the same way (two parts). One stage holds rows of BK + kGemmPad 16-bit elements (the pad
-// staggers shared-memory banks):
+// staggers shared-memory banks and keeps rows 16-byte aligned, so the loaders store 8 elements
+// at a time):
 //   x hi, x lo   2 x [BM, BK + kGemmPad]
 //   w parts      w_parts x [BN, BK + kGemmPad]
 inline constexpr int kGemmThreads = 256;

@@ -71,7 +71,19 @@ void Engine::Start() {
 
 Status Engine::Warmup() {
   const ModelConfig& c = model_.config();
-  const int prefill = std::min(options_.prefill_budget, options_.ctx_size - 1);
+  // Decode warm-up: where the backend records graphs, two steps at each batch size up to
+  // max_batch (as many sizes as graphs_ keeps, and as the context leaves room for: item 0 takes
+  // part in every step), so that each size's buffers are sized and its step recorded, and a
+  // serving step of any of those sizes is recorded at once rather than run op by op (these
+  // caches die here: the first serving step of a size records over the serving caches).
+  // Elsewhere one step of the full batch.
+  const bool graphs = backend_.can_capture();
+  const int sizes = graphs ? std::min({options_.max_batch, graphs_.max_entries(),
+                                       (options_.ctx_size - 2) / 2})
+                           : 0;
+  const int decode_tokens = graphs ? 2 * sizes : 1;
+  const int prefill =
+      std::max(1, std::min(options_.prefill_budget, options_.ctx_size - 1 - decode_tokens));
   std::vector<std::unique_ptr<SequenceKvCache>> caches;
   std::vector<int32_t> prompt(static_cast<size_t>(std::max(1, prefill)), c.bos_id);
   std::vector<Gemma4Model::BatchItem> items;
@@ -82,16 +94,21 @@ Status Engine::Warmup() {
     items.push_back({std::span<const int32_t>(prompt.data(), n), 0, caches.back().get(), true});
   }
   G4_RETURN_IF_ERROR(model_.ForwardBatch(backend_, items).status());
-  // Then a full decode batch; where the backend records graphs a second one, which is recorded
-  // (these caches die here, so the recording is not reused; a refusal is said now, though).
-  for (int step = 0; step < (backend_.can_capture() ? 2 : 1); ++step) {
-    for (size_t b = 0; b < items.size(); ++b) {
+  auto decode = [&](size_t batch) -> Status {
+    for (size_t b = 0; b < batch; ++b) {
       items[b] = {std::span<const int32_t>(prompt.data(), 1), caches[b]->size(), caches[b].get(),
                   true};
     }
-    G4_RETURN_IF_ERROR(model_.ForwardBatch(backend_, items, nullptr, &graphs_).status());
+    return model_
+        .ForwardBatch(backend_, std::span<const Gemma4Model::BatchItem>(items.data(), batch),
+                      nullptr, &graphs_)
+        .status();
+  };
+  if (!graphs) return decode(items.size());
+  for (int size = 1; size <= sizes; ++size) {
+    for (int step = 0; step < 2; ++step) G4_RETURN_IF_ERROR(decode(static_cast<size_t>(size)));
   }
-  LogGraphRefusal();
+  LogGraphRefusal();  // said now, not at the first request
   return Status();
 }
 

@@ -104,7 +104,8 @@ class Engine {
   int64_t kv_blocks_in_use_ = 0, kv_bytes_in_use_ = 0;
 
   std::vector<std::unique_ptr<Active>> active_;  // engine thread only
-  // Recorded decode steps (a CUDA backend's graphs), per batch; Warmup, then the engine thread.
+  // Recorded decode steps (a CUDA backend's graphs), per batch size; Warmup, then the engine
+  // thread.
   StepGraphs graphs_;
   bool graph_refusal_logged_ = false;
   std::thread thread_;

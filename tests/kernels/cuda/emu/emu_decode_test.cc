@@ -7,10 +7,11 @@
 // runs three by default: tiny-bf16 (bf16 weights: f16 on a T4), tiny-window (the sliding
 // window) and tiny-e2b-donors (head dims 32/64, so attention on the device; KV-sharing layers).
 // DecodeGraphsReplayWhatOpByOpComputes: decode steps recorded as CUDA graphs and replayed
-// (model/step_graphs.h) give exactly the op-by-op logits, across full-layer growth (a new
-// recording); where an op runs on the host (attention at head dim 16) recording is refused and
-// the steps still match. BatchedStepsAreEachSequenceAlone: a decode batch (and a prefill chunk
-// with it) gives each sequence's own logits.
+// (model/step_graphs.h) give exactly the op-by-op logits, across full-layer growth and a new
+// sequence at the same batch size (each recorded anew at once, not run op by op); where an op
+// runs on the host (attention at head dim 16) recording is refused and the steps still match.
+// BatchedStepsAreEachSequenceAlone: a decode batch (and a prefill chunk with it) gives each
+// sequence's own logits.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -83,36 +84,51 @@ TEST_P(EmuDecodeTest, DecodeGraphsReplayWhatOpByOpComputes) {
   ASSERT_TRUE(backend.can_capture());
   const ModelConfig& c = (*model)->config();
   const std::vector<int32_t> prompt = testing::ReadIds(gc.dir + "/input_ids.json");
-  // Blocks of 4 positions: the full layers grow (and move) during the decode below.
-  auto op_cache = SequenceKvCache::Create(c, 256, backend.memory(), 4);
-  auto graph_cache = SequenceKvCache::Create(c, 256, backend.memory(), 4);
-  ASSERT_TRUE(op_cache.ok() && graph_cache.ok());
-  auto want = Prefill(**model, backend, **op_cache, prompt, 5);
-  auto got = Prefill(**model, backend, **graph_cache, prompt, 5);
-  ASSERT_TRUE(want.ok() && got.ok());
   StepGraphs graphs;
+  // Prefills twin caches with `p` (blocks of `block` positions), then decodes `steps` greedy
+  // tokens on both: op by op on one, through `graphs` on the other; the logits must be equal.
+  auto decode = [&](std::span<const int32_t> p, int64_t block, int steps) {
+    auto op_cache = SequenceKvCache::Create(c, 256, backend.memory(), block);
+    auto graph_cache = SequenceKvCache::Create(c, 256, backend.memory(), block);
+    ASSERT_TRUE(op_cache.ok() && graph_cache.ok());
+    auto want = Prefill(**model, backend, **op_cache, p, 5);
+    auto got = Prefill(**model, backend, **graph_cache, p, 5);
+    ASSERT_TRUE(want.ok() && got.ok());
+    for (int k = 0; k < steps; ++k) {
+      SCOPED_TRACE("step " + std::to_string(k));
+      const int32_t next[] = {static_cast<int32_t>(
+          std::max_element(want->begin(), want->end()) - want->begin())};
+      Gemma4Model::ForwardOptions o;
+      o.start_pos = (*op_cache)->size();
+      o.cache = op_cache->get();
+      o.last_logits_only = true;
+      want = (*model)->Forward(backend, next, o);
+      o.cache = graph_cache->get();
+      o.graphs = &graphs;
+      got = (*model)->Forward(backend, next, o);
+      ASSERT_TRUE(want.ok() && got.ok()) << got.status().ToString();
+      ASSERT_EQ(MaxDiff(*got, *want), 0.0);  // the same kernels with the same arguments
+    }
+  };
+  // Blocks of 4 positions: the full layers grow (and move) during these steps.
   const int steps = 10;
-  for (int k = 0; k < steps; ++k) {
-    SCOPED_TRACE("step " + std::to_string(k));
-    const int32_t next[] = {static_cast<int32_t>(
-        std::max_element(want->begin(), want->end()) - want->begin())};
-    Gemma4Model::ForwardOptions o;
-    o.start_pos = (*op_cache)->size();
-    o.cache = op_cache->get();
-    o.last_logits_only = true;
-    want = (*model)->Forward(backend, next, o);
-    o.cache = graph_cache->get();
-    o.graphs = &graphs;
-    got = (*model)->Forward(backend, next, o);
-    ASSERT_TRUE(want.ok() && got.ok()) << got.status().ToString();
-    ASSERT_EQ(MaxDiff(*got, *want), 0.0);  // the same kernels with the same arguments
-  }
+  decode(prompt, 4, steps);
+  const StepGraphs::Stats first = graphs.stats();
+  EXPECT_EQ(first.recorded + first.replayed + first.op_by_op, steps);
+  // Another sequence at the same batch size (the first one's caches die): its first step is
+  // recorded at once on the size's buffers, the next replayed.
+  const std::span<const int32_t> shorter(prompt.data(), prompt.size() - 2);
+  decode(shorter, 64, 3);
   const StepGraphs::Stats& st = graphs.stats();
-  EXPECT_EQ(st.recorded + st.replayed + st.op_by_op, steps);
+  EXPECT_EQ(st.recorded + st.replayed + st.op_by_op, steps + 3);
   if (AttentionAllOnDevice(c)) {
     EXPECT_TRUE(graphs.refused().empty()) << graphs.refused();
-    EXPECT_GE(st.recorded, 2);  // the full layers grew at least once after the first recording
-    EXPECT_GE(st.replayed, steps / 2);
+    EXPECT_EQ(first.op_by_op, 1);  // the first step of the size only
+    EXPECT_GE(first.recorded, 2);  // the full layers grew at least once after the first recording
+    EXPECT_GE(first.replayed, steps / 2);
+    EXPECT_EQ(st.op_by_op, 1);
+    EXPECT_GE(st.recorded, first.recorded + 1);
+    EXPECT_GE(st.replayed, first.replayed + 1);
     EXPECT_GT(st.ops_per_step, c.num_layers * 6);
     std::printf("emu: %s: %lld graph nodes per decode step, %d layers\n", gc.name.c_str(),
                 static_cast<long long>(st.ops_per_step), static_cast<int>(c.num_layers));
