@@ -85,7 +85,7 @@ Status Engine::Warmup() {
   const int prefill =
       std::max(1, std::min(options_.prefill_budget, options_.ctx_size - 1 - decode_tokens));
   std::vector<std::unique_ptr<SequenceKvCache>> caches;
-  std::vector<int32_t> prompt(static_cast<size_t>(std::max(1, prefill)), c.bos_id);
+  std::vector<int32_t> prompt(static_cast<size_t>(prefill), c.bos_id);
   std::vector<Gemma4Model::BatchItem> items;
   for (int b = 0; b < options_.max_batch; ++b) {
     G4_ASSIGN_OR_RETURN(auto cache, SequenceKvCache::Create(c, options_.ctx_size, backend_.memory()));
