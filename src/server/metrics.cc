@@ -192,6 +192,15 @@ std::string Metrics::Render() const {
                FinishedReasonName(static_cast<FinishedReason>(r)) + "\"",
            FormatMetricValue(static_cast<double>(load(success_[r]))));
   }
+  Header(&out, "g4:decode_steps_total", "counter",
+         "Decode steps by how they ran: a CUDA graph replayed or recorded, or op by op.");
+  const std::pair<const char*, int64_t> modes[] = {{"graph_replayed", load(graph_replayed_)},
+                                                   {"graph_recorded", load(graph_recorded_)},
+                                                   {"op_by_op", load(op_by_op_)}};
+  for (const auto& [mode, n] : modes) {
+    Sample(&out, "g4:decode_steps_total", labels_ + ",mode=\"" + mode + "\"",
+           FormatMetricValue(static_cast<double>(std::max<int64_t>(n, 0))));
+  }
   counter("g4:degenerate_responses_total",
           "Responses whose generated tokens fell into a loop (the degeneracy check tripped).",
           load(degenerate_));

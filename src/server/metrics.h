@@ -1,6 +1,6 @@
 // Metrics: the server's Prometheus registry, exposed by GET /metrics in the text exposition
 // format 0.0.4. Names, types and histogram buckets are vLLM's (server-api.md §10) because
-// dashboards and autoscalers key on them; g4 adds two of its own under the "g4:" prefix. Every
+// dashboards and autoscalers key on them; g4 adds its own under the "g4:" prefix. Every
 // series carries model_name="<served name>".
 //
 // Thread-safe: counters and gauges are atomics (the engine thread updates them every step
@@ -63,6 +63,14 @@ class Metrics {
     decode_rate_.store(rate, std::memory_order_relaxed);
   }
 
+  // Decode steps so far by how they ran (the engine's running totals, warm-up included): a CUDA
+  // graph replayed, recorded then launched, or op by op (every step without graphs).
+  void SetDecodeSteps(int64_t replayed, int64_t recorded, int64_t op_by_op) {
+    graph_replayed_.store(replayed, std::memory_order_relaxed);
+    graph_recorded_.store(recorded, std::memory_order_relaxed);
+    op_by_op_.store(op_by_op, std::memory_order_relaxed);
+  }
+
   // Counters (negative increments are ignored: a counter never goes down).
   void AddPromptTokens(int64_t n);
   void AddGenerationTokens(int64_t n);
@@ -88,6 +96,7 @@ class Metrics {
  private:
   std::string labels_;  // model_name="..." (escaped)
   std::atomic<int64_t> running_{0}, waiting_{0}, kv_blocks_{0}, kv_bytes_{0};
+  std::atomic<int64_t> graph_replayed_{0}, graph_recorded_{0}, op_by_op_{0};
   std::atomic<double> kv_usage_{0}, decode_rate_{0};
   std::atomic<uint64_t> prompt_tokens_{0}, generation_tokens_{0}, degenerate_{0};
   std::array<std::atomic<uint64_t>, kNumFinishedReasons> success_{};

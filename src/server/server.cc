@@ -350,6 +350,8 @@ void Server::Routes() {
       metrics_->SetKvCacheUsage(st.kv_cache_usage);
       metrics_->SetKvBlocksInUse(st.kv_blocks_in_use);
       metrics_->SetKvBytesInUse(st.kv_bytes_in_use);
+      metrics_->SetDecodeSteps(st.decode_steps.replayed, st.decode_steps.recorded,
+                               st.decode_steps.op_by_op);
     }
     res.set_content(metrics_->Render(), std::string(Metrics::kContentType));
   });

@@ -133,6 +133,7 @@ TEST(MetricsTest, FreshRegistryExposesEveryNameWithTheModelLabel) {
       {"g4:kv_cache_blocks_in_use", "gauge"},     {"g4:kv_cache_bytes_in_use", "gauge"},
       {"vllm:prompt_tokens_total", "counter"},    {"vllm:generation_tokens_total", "counter"},
       {"vllm:request_success_total", "counter"},  {"g4:degenerate_responses_total", "counter"},
+      {"g4:decode_steps_total", "counter"},
       {"vllm:time_to_first_token_seconds", "histogram"},
       {"vllm:inter_token_latency_seconds", "histogram"},
       {"vllm:e2e_request_latency_seconds", "histogram"},
@@ -161,6 +162,7 @@ TEST(MetricsTest, CountersAndGaugesReadBack) {
   metrics.SetDecodeTokensPerSecond(123.5);
   metrics.SetKvBlocksInUse(12);
   metrics.SetKvBytesInUse(3 << 20);
+  metrics.SetDecodeSteps(90, 4, 2);
   metrics.AddPromptTokens(100);
   metrics.AddPromptTokens(-5);  // ignored: counters never go down
   metrics.AddGenerationTokens(42);
@@ -183,6 +185,9 @@ TEST(MetricsTest, CountersAndGaugesReadBack) {
   EXPECT_EQ(Value(e, "vllm:request_success_total", {{"finished_reason", "length"}}), 1);
   EXPECT_EQ(Value(e, "vllm:request_success_total", {{"finished_reason", "abort"}}), 1);
   EXPECT_EQ(Value(e, "g4:degenerate_responses_total"), 1);
+  EXPECT_EQ(Value(e, "g4:decode_steps_total", {{"mode", "graph_replayed"}}), 90);
+  EXPECT_EQ(Value(e, "g4:decode_steps_total", {{"mode", "graph_recorded"}}), 4);
+  EXPECT_EQ(Value(e, "g4:decode_steps_total", {{"mode", "op_by_op"}}), 2);
 }
 
 TEST(MetricsTest, HistogramBucketsAreVllmsAndCumulative) {

@@ -55,7 +55,7 @@ struct Engine::Active {
 Engine::Engine(const Gemma4Model& model, Backend& backend, const Tokenizer* tokenizer,
                EngineOptions options, EngineObserver* observer)
     : model_(model), backend_(backend), tokenizer_(tokenizer), options_(options),
-      observer_(observer) {
+      observer_(observer), graphs_(std::clamp(options.max_batch, 1, kMaxGraphBatchSizes)) {
   options_.max_batch = std::max(1, options_.max_batch);
   options_.prefill_budget = std::max(1, options_.prefill_budget);
   options_.ctx_size = std::clamp(options_.ctx_size, 1, model.config().max_position_embeddings);
@@ -104,11 +104,16 @@ Status Engine::Warmup() {
                       nullptr, &graphs_)
         .status();
   };
-  if (!graphs) return decode(items.size());
-  for (int size = 1; size <= sizes; ++size) {
-    for (int step = 0; step < 2; ++step) G4_RETURN_IF_ERROR(decode(static_cast<size_t>(size)));
+  if (!graphs) {
+    G4_RETURN_IF_ERROR(decode(items.size()));
+  } else {
+    for (int size = 1; size <= sizes; ++size) {
+      for (int step = 0; step < 2; ++step) G4_RETURN_IF_ERROR(decode(static_cast<size_t>(size)));
+    }
+    LogGraphRefusal();  // said now, not at the first request
   }
-  LogGraphRefusal();  // said now, not at the first request
+  std::lock_guard<std::mutex> lock(mu_);
+  decode_steps_ = graphs_.stats();
   return Status();
 }
 
@@ -177,6 +182,7 @@ EngineStats Engine::Stats() const {
   s.kv_cache_usage = kv_budget_bytes_ ? static_cast<double>(reserved_bytes_) / kv_budget_bytes_ : 0.0;
   s.kv_blocks_in_use = kv_blocks_in_use_;
   s.kv_bytes_in_use = kv_bytes_in_use_;
+  s.decode_steps = decode_steps_;
   return s;
 }
 
@@ -202,7 +208,7 @@ void Engine::DropCancelledWaiting() {
   }
 }
 
-void Engine::UpdateKvStats() {
+void Engine::UpdateStats() {
   int64_t blocks = 0, bytes = 0;
   for (const auto& a : active_) {
     if (a->seq->finished()) continue;
@@ -212,6 +218,7 @@ void Engine::UpdateKvStats() {
   std::lock_guard<std::mutex> lock(mu_);
   kv_blocks_in_use_ = blocks;
   kv_bytes_in_use_ = bytes;
+  decode_steps_ = graphs_.stats();
 }
 
 void Engine::Loop() {
@@ -230,7 +237,7 @@ void Engine::Loop() {
     }
     Admit(admitted);
     Step();
-    UpdateKvStats();
+    UpdateStats();
   }
   for (auto& a : active_) {
     if (!a->seq->finished()) Finish(*a, "cancelled");

@@ -48,10 +48,18 @@ struct EngineStats {
   // the full-attention layers, and bytes (rings + blocks). Both fall to 0 once all finish.
   int64_t kv_blocks_in_use = 0;
   int64_t kv_bytes_in_use = 0;
+  // How decode steps ran since start-up, warm-up included: replayed or recorded as a CUDA graph,
+  // or op by op (every decode step on a backend without graphs).
+  StepGraphs::Stats decode_steps;
 };
 
 class Engine {
  public:
+  // The most batch sizes whose decode steps are kept recorded (each keeps a workspace of about
+  // a logits row, 1 MiB at Gemma 4's vocabulary, per sequence); larger batch sizes share the
+  // least recently used entries.
+  static constexpr int kMaxGraphBatchSizes = 32;
+
   // The model, backend and tokenizer must outlive the engine; tokenizer may be null (then no
   // text, and stop strings are refused).
   Engine(const Gemma4Model& model, Backend& backend, const Tokenizer* tokenizer,
@@ -59,8 +67,10 @@ class Engine {
   ~Engine();
 
   void Start();
-  // Runs the shapes the engine will serve once (a prefill chunk and a full decode batch), so
-  // the first request does not pay for page faults and first-touch allocations.
+  // Runs the shapes the engine will serve once (a prefill chunk and a full decode batch; where
+  // the backend records graphs, two decode steps at every batch size up to max_batch, so each
+  // size's step is recorded), so the first request does not pay for page faults, first-touch
+  // allocations or op-by-op steps.
   Status Warmup();
   // Stops accepting, lets running requests finish for up to `grace`, cancels the rest, joins.
   void Shutdown(std::chrono::milliseconds grace);
@@ -82,8 +92,9 @@ class Engine {
   // Ends queued requests whose submitter cancelled them, before they cost a cache (engine
   // thread; they also stop holding a place in the queue).
   void DropCancelledWaiting();
-  // Recomputes the KV-in-use stats from active_ (engine thread).
-  void UpdateKvStats();
+  // Recomputes the KV-in-use stats from active_ and copies the decode-step counts (engine
+  // thread, or Warmup before it starts).
+  void UpdateStats();
   // Says once why decode steps are not recorded as graphs, when the backend refused.
   void LogGraphRefusal();
 
@@ -102,10 +113,11 @@ class Engine {
   int running_count_ = 0;
   size_t reserved_bytes_ = 0;
   int64_t kv_blocks_in_use_ = 0, kv_bytes_in_use_ = 0;
+  StepGraphs::Stats decode_steps_;
 
   std::vector<std::unique_ptr<Active>> active_;  // engine thread only
-  // Recorded decode steps (a CUDA backend's graphs), per batch size; Warmup, then the engine
-  // thread.
+  // Recorded decode steps (a CUDA backend's graphs), one entry per batch size up to max_batch
+  // (at most kMaxGraphBatchSizes); Warmup, then the engine thread.
   StepGraphs graphs_;
   bool graph_refusal_logged_ = false;
   std::thread thread_;

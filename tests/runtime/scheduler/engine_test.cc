@@ -162,6 +162,24 @@ TEST_F(EngineTest, CancelledQueuedRequestIsDroppedWithoutRunning) {
   engine.Shutdown(0ms);
 }
 
+// Without graphs (the CPU backend) every decode step runs op by op, and the stats count each:
+// the warm-up's one full-batch step, then one per generated token after the first.
+TEST_F(EngineTest, DecodeStepsAreCountedByHowTheyRan) {
+  Engine engine(*model_, backend_, nullptr, Options(2, 128));
+  ASSERT_TRUE(engine.Warmup().ok());
+  const StepGraphs::Stats warm = engine.Stats().decode_steps;
+  EXPECT_EQ(warm.op_by_op, 1);
+  EXPECT_EQ(warm.recorded + warm.replayed, 0);
+  auto h = engine.Submit(Request(7, 1, 6));
+  ASSERT_TRUE(h.ok());
+  engine.Start();
+  EXPECT_EQ(Wait(**h).tokens.size(), 6u);
+  engine.Shutdown(0ms);
+  const StepGraphs::Stats served = engine.Stats().decode_steps;
+  EXPECT_EQ(served.op_by_op, 1 + 5);  // the first token comes from the prefill step
+  EXPECT_EQ(served.recorded + served.replayed, 0);
+}
+
 TEST_F(EngineTest, KvBlocksInUseFollowRunningSequences) {
   EngineOptions eo = Options(2, 512);
   Engine engine(*model_, backend_, nullptr, eo);

@@ -236,6 +236,9 @@ test('/metrics parses: every line a comment or a sample, histograms consistent',
     assert.ok(text.includes(name), `missing ${name}`);
   }
   assert.ok(await metric('vllm:generation_tokens_total') > 0);
+  // The CPU backend records no graphs: every decode step (warm-up's included) ran op by op.
+  assert.ok(await metric('g4:decode_steps_total{model_name="tiny",mode="op_by_op"}') > 0);
+  assert.equal(await metric('g4:decode_steps_total{model_name="tiny",mode="graph_replayed"}'), 0);
 });
 
 test('tokenize and detokenize round-trip', async () => {

@@ -12,6 +12,8 @@
 // runs on the host (attention at head dim 16) recording is refused and the steps still match.
 // BatchedStepsAreEachSequenceAlone: a decode batch (and a prefill chunk with it) gives each
 // sequence's own logits.
+// EngineServesEveryBatchSizeFromGraphs: the engine's warm-up records a step at every batch size
+// up to max_batch, so serving runs no decode step op by op, and its greedy outputs are golden.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,6 +28,7 @@
 #include "kernels/cuda/kernels.h"
 #include "model/gemma4.h"
 #include "runtime/prefill.h"
+#include "runtime/scheduler/engine.h"
 
 namespace g4 {
 namespace {
@@ -212,6 +215,62 @@ TEST_P(EmuDecodeTest, BatchedStepsAreEachSequenceAlone) {
     }
   }
   if (AttentionAllOnDevice(c)) EXPECT_GE(graphs.stats().replayed, 1);
+  EXPECT_TRUE(cuda::LastError().ok()) << cuda::LastError().ToString();
+}
+
+TEST_P(EmuDecodeTest, EngineServesEveryBatchSizeFromGraphs) {
+  const testing::GoldenCase& gc = GetParam();
+  const auto meta = testing::ReadJson(gc.dir + "/meta.json");
+  if (!meta.contains("greedy")) GTEST_SKIP() << "no greedy ids in " << gc.name;
+  auto model = Gemma4Model::Load(gc.dir);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  Backend backend(BackendKind::kCuda, 1);
+  if (!backend.status().ok()) GTEST_SKIP() << backend.status().message();
+  if (!AttentionAllOnDevice((*model)->config())) GTEST_SKIP() << "attention on the host";
+  const std::vector<int32_t> prompt = testing::ReadIds(gc.dir + "/input_ids.json");
+  const std::vector<int32_t> golden = meta["greedy"]["ids"].get<std::vector<int32_t>>();
+  EngineOptions eo;
+  eo.max_batch = 3;
+  eo.ctx_size = 64;
+  Engine engine(**model, backend, nullptr, eo);
+  ASSERT_TRUE(engine.Warmup().ok());
+  const StepGraphs::Stats warm = engine.Stats().decode_steps;
+  EXPECT_EQ(warm.op_by_op, 3);  // each size's first step
+  EXPECT_EQ(warm.recorded, 3);  // and its second
+  // Three requests admitted together, ending after unequal counts: steps of 3, 2 and 1.
+  const int lengths[] = {static_cast<int>(golden.size()), 9, 5};
+  std::vector<std::shared_ptr<RequestHandle>> handles;
+  for (int n : lengths) {
+    EngineRequest req;
+    req.prompt = prompt;
+    req.options.max_tokens = n;
+    req.options.sampling.greedy = true;
+    req.options.ignore_eos = true;  // the golden ids ignore stop ids
+    auto h = engine.Submit(req);
+    ASSERT_TRUE(h.ok()) << h.status().ToString();
+    handles.push_back(*h);
+  }
+  engine.Start();
+  for (size_t i = 0; i < handles.size(); ++i) {
+    RequestEvent ev;
+    while (handles[i]->Next(&ev, std::chrono::seconds(600)) &&
+           ev.kind != RequestEvent::Kind::kFinished) {
+    }
+    ASSERT_EQ(ev.kind, RequestEvent::Kind::kFinished) << "request " << i;
+    const std::vector<int32_t> want(golden.begin(), golden.begin() + lengths[i]);
+    EXPECT_EQ(ev.result.tokens, want) << "request " << i;
+  }
+  engine.Shutdown(std::chrono::milliseconds(0));
+  const StepGraphs::Stats served = engine.Stats().decode_steps;
+  EXPECT_EQ(served.op_by_op, warm.op_by_op);  // no serving step ran op by op
+  EXPECT_GE(served.recorded, warm.recorded + 3);  // new caches at each size: recorded at once
+  EXPECT_GE(served.replayed, static_cast<int64_t>(golden.size()) - 3 - 3);
+  std::printf("emu: %s: engine decode steps: warm-up %lld op by op, %lld recorded; served "
+              "%lld recorded, %lld replayed\n",
+              gc.name.c_str(), static_cast<long long>(warm.op_by_op),
+              static_cast<long long>(warm.recorded),
+              static_cast<long long>(served.recorded - warm.recorded),
+              static_cast<long long>(served.replayed - warm.replayed));
   EXPECT_TRUE(cuda::LastError().ok()) << cuda::LastError().ToString();
 }
 
