@@ -156,7 +156,8 @@ TEST_P(EmuDecodeTest, BatchedStepsAreEachSequenceAlone) {
   if (!backend.status().ok()) GTEST_SKIP() << backend.status().message();
   const ModelConfig& c = (*model)->config();
   const std::vector<int32_t> prompt = testing::ReadIds(gc.dir + "/input_ids.json");
-  ASSERT_GE(prompt.size(), 8u);
+  // Three prefixes down to 6 tokens shorter, and a 4-token chunk.
+  if (prompt.size() < 8) GTEST_SKIP() << gc.name << ": a prompt of " << prompt.size() << " ids";
   constexpr int kSeqs = 3;
   const size_t lens[kSeqs] = {prompt.size(), prompt.size() - 3, prompt.size() - 6};
   std::vector<std::unique_ptr<SequenceKvCache>> alone, batched, graphed;
