@@ -93,7 +93,7 @@ class Engine {
   // thread; they also stop holding a place in the queue).
   void DropCancelledWaiting();
   // Recomputes the KV-in-use stats from active_ and copies the decode-step counts (engine
-  // thread, or Warmup before it starts).
+  // thread).
   void UpdateStats();
   // Says once why decode steps are not recorded as graphs, when the backend refused.
   void LogGraphRefusal();
