@@ -1,16 +1,17 @@
-// ModelConfig: everything about a Gemma 4 text decoder that shapes the forward pass, parsed
-// once from config.json (+ generation_config.json) and expanded into one LayerConfig per layer,
-// so the forward pass never re-derives head dims, KV donors or MLP widths.
-// Spec: ../shared/spec/gemma4.md §1 (fields) and §2.5 (the donor rule).
+// ModelConfig: everything about a Gemma decoder (Gemma 4, Gemma 3) that shapes the forward
+// pass, parsed once by the architecture's own reader (model/gemma4/config.h,
+// model/gemma3/config.h) from config.json or GGUF metadata and expanded into one LayerConfig per
+// layer, so the forward pass never re-derives head dims, KV donors or MLP widths. Fields a family
+// does not have keep their "absent" defaults (no PLE, no KV sharing, scale 1).
+// Spec: ../shared/spec/gemma4.md §1 (fields) and §2.5 (the donor rule); gemma3.md.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "core/status.h"
+#include "model/causal_lm.h"
 
 namespace g4 {
 
@@ -39,7 +40,7 @@ struct LayerConfig {
 };
 
 struct ModelConfig {
-  std::string model_type;   // "gemma4" (multimodal wrapper) or "gemma4_text"
+  std::string model_type;   // as the checkpoint says: "gemma4", "gemma4_text", "gemma3", ...
   int vocab_size = 0;
   int hidden_size = 0;
   int num_layers = 0;
@@ -51,12 +52,16 @@ struct ModelConfig {
   int intermediate_size = 0;
   bool double_wide_mlp = false;
   bool attention_k_eq_v = false;
-  int num_kv_shared_layers = 0;
+  int num_kv_shared_layers = 0;    // Gemma 4 E2B/E4B
   int ple_width = 0;                // hidden_size_per_layer_input; 0 = no PLE
   int ple_vocab = 0;                // vocab_size_per_layer_input
   int sliding_window = 0;
   double rms_norm_eps = 1e-6;
   double final_logit_softcap = 0.0;  // 0 = none
+  // Multiplies q.k in attention. Gemma 4: 1 (q_norm/k_norm set the scale); Gemma 3:
+  // query_pre_attn_scalar^-0.5.
+  double attention_scale = 1.0;
+  bool v_norm = true;                // Gemma 4 RMS-normalises V (no weight); Gemma 3 does not
   int max_position_embeddings = 0;
   RopeConfig rope_sliding;
   RopeConfig rope_full;
@@ -80,18 +85,16 @@ struct ModelConfig {
 // from num_hidden_layers before any weight is seen, so a hostile count must stop here.
 inline constexpr int kMaxModelLayers = 1024;
 
-// Parses a config.json object (either form: model_type "gemma4" with text_config, or
-// "gemma4_text") and an optional generation_config.json object. `source` names the file in
-// error messages. Refuses unknown architectures and MoE with a message that says so.
-StatusOr<ModelConfig> ParseModelConfig(const nlohmann::json& config,
-                                       const nlohmann::json* generation_config,
-                                       const std::string& source = "config.json");
-
-// Reads DIR/config.json and, if present, DIR/generation_config.json.
-StatusOr<ModelConfig> LoadModelConfig(const std::string& dir);
-
 // The donor of layer i under the transformers rule: the last non-shared layer of the same
 // type; i itself when layer i is not KV-shared. -1 if a shared layer has no such donor.
 int KvDonor(const std::vector<LayerType>& types, int num_kv_shared_layers, int i);
+
+// The checks every reader applies to the expanded layers (even head dims, query heads a
+// multiple of KV heads, a donor for every shared layer with the same shapes); messages start
+// with `where` (e.g. "config.json: text_config.").
+Status ValidateLayers(const ModelConfig& config, const std::string& where);
+
+// The attention memory of each layer, for KV caches (model/causal_lm.h).
+std::vector<KvLayout> KvLayouts(const ModelConfig& config);
 
 }  // namespace g4

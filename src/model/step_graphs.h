@@ -52,7 +52,7 @@ class StepGraphs {
   const std::string& refused() const { return refused_; }
 
  private:
-  friend class Gemma4Model;
+  friend class DecoderModel;
   struct Entry {
     int64_t batch = 0;  // items per step
     std::unique_ptr<ForwardWorkspace> ws;

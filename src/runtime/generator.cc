@@ -15,23 +15,23 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
 
 }  // namespace
 
-StatusOr<GenerationResult> Generate(const Gemma4Model& model, Backend& backend,
+StatusOr<GenerationResult> Generate(const CausalLM& model, Backend& backend,
                                     std::span<const int32_t> prompt,
                                     const GenerationOptions& o,
                                     const GenerationCallbacks& cb) {
   const auto t0 = Clock::now();
-  const ModelConfig& c = model.config();
+  const ModelInfo& c = model.info();
   G4_RETURN_IF_ERROR(ValidateGenerationOptions(o, static_cast<bool>(cb.decode_piece)));
   const int64_t T = static_cast<int64_t>(prompt.size());
   if (T == 0) return InvalidArgument("empty prompt: at least one token id is needed");
   const int64_t context = std::min<int64_t>(o.max_context > 0 ? o.max_context : T + o.max_tokens,
-                                            c.max_position_embeddings);
+                                            c.max_context);
   if (T > context) {
     return InvalidArgument("prompt of " + std::to_string(T) + " tokens is longer than the context of " +
                            std::to_string(context) + " tokens");
   }
   G4_ASSIGN_OR_RETURN(std::unique_ptr<SequenceKvCache> cache,
-                      SequenceKvCache::Create(c, static_cast<int>(context), backend.memory()));
+                      SequenceKvCache::Create(c.layers, static_cast<int>(context), backend.memory()));
   if (cb.on_info) cb.on_info(cache->Describe());
 
   G4_ASSIGN_OR_RETURN(std::vector<float> logits,
@@ -51,7 +51,7 @@ StatusOr<GenerationResult> Generate(const Gemma4Model& model, Backend& backend,
     if (seq.finished()) break;
     const auto t_step = Clock::now();  // decode steps alone: the decode-speed gauge
     const int32_t one[] = {seq.next_token()};
-    Gemma4Model::ForwardOptions step_options;
+    CausalLM::ForwardOptions step_options;
     step_options.start_pos = cache->size();
     step_options.cache = cache.get();
     step_options.last_logits_only = true;

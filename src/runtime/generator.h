@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "model/gemma4.h"
+#include "model/causal_lm.h"
 #include "runtime/prefill.h"
 #include "runtime/sampling/degeneracy.h"
 #include "runtime/sampling/sampler.h"
@@ -64,7 +64,7 @@ struct GenerationCallbacks {
   std::function<void(const std::string&)> on_info;
 };
 
-StatusOr<GenerationResult> Generate(const Gemma4Model& model, Backend& backend,
+StatusOr<GenerationResult> Generate(const CausalLM& model, Backend& backend,
                                     std::span<const int32_t> prompt,
                                     const GenerationOptions& options,
                                     const GenerationCallbacks& callbacks = {});

@@ -4,7 +4,7 @@
 
 namespace g4 {
 
-StatusOr<std::vector<float>> Prefill(const Gemma4Model& model, Backend& backend,
+StatusOr<std::vector<float>> Prefill(const CausalLM& model, Backend& backend,
                                      SequenceKvCache& cache, std::span<const int32_t> ids,
                                      int chunk, bool all_logits, const ProgressFn& progress) {
   const int64_t T = static_cast<int64_t>(ids.size());
@@ -18,7 +18,7 @@ StatusOr<std::vector<float>> Prefill(const Gemma4Model& model, Backend& backend,
   std::vector<float> out;
   for (int64_t start = 0; start < T; start += chunk) {
     const int64_t len = std::min<int64_t>(chunk, T - start);
-    Gemma4Model::ForwardOptions opt;
+    CausalLM::ForwardOptions opt;
     opt.start_pos = cache.size();
     opt.cache = &cache;
     opt.last_logits_only = !all_logits;

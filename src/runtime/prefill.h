@@ -7,7 +7,7 @@
 #include <span>
 #include <vector>
 
-#include "model/gemma4.h"
+#include "model/causal_lm.h"
 #include "runtime/kv_cache/kv_cache.h"
 
 namespace g4 {
@@ -20,7 +20,7 @@ using ProgressFn = std::function<void(int64_t done, int64_t total)>;
 // Runs ids at positions cache.size().. and appends them to the cache. Returns the logits of
 // every position ([T, vocab]) when all_logits, else of the last one ([vocab]). Refuses, before
 // any work, a sequence that would not fit in the cache's context.
-StatusOr<std::vector<float>> Prefill(const Gemma4Model& model, Backend& backend,
+StatusOr<std::vector<float>> Prefill(const CausalLM& model, Backend& backend,
                                      SequenceKvCache& cache, std::span<const int32_t> ids,
                                      int chunk = kDefaultPrefillChunk, bool all_logits = false,
                                      const ProgressFn& progress = {});

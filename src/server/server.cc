@@ -95,7 +95,7 @@ class Generation {
       if (!text.ok()) return Fail(openai::FromStatus(text.status(), "messages"), error);
       prompt_ = s_.tokenizer->Encode(*text, EncodeOptions{true, false});
     } else if (req_.prompt_is_ids) {
-      if (auto e = openai::ValidatePromptIds(req_, s_.model->config().vocab_size)) return Fail(*e, error);
+      if (auto e = openai::ValidatePromptIds(req_, s_.engine->model_info().input_vocab)) return Fail(*e, error);
       prompt_ = req_.prompt_ids;
     } else {
       prompt_ = s_.tokenizer->Encode(req_.prompt_text, EncodeOptions{true, true});

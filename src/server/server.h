@@ -14,7 +14,6 @@
 #include <thread>
 
 #include "core/status.h"
-#include "model/gemma4.h"
 #include "runtime/scheduler/engine.h"
 #include "server/metrics.h"
 #include "server/openai/request.h"
@@ -43,7 +42,6 @@ struct ServerOptions {
 
 // What the routes need once the model is loaded.
 struct ServingState {
-  const Gemma4Model* model = nullptr;
   const Tokenizer* tokenizer = nullptr;
   Engine* engine = nullptr;
   openai::ServerDefaults defaults;

@@ -87,50 +87,45 @@ SpecialTokenIds DefaultSpecialTokenIds(const PieceLookup& lookup, int32_t vocab_
   return s;
 }
 
-StatusOr<SpecialTokenIds> ReadSpecialTokenIds(const std::string& model_dir,
-                                              const PieceLookup& lookup, int32_t vocab_size) {
-  namespace fs = std::filesystem;
+StatusOr<SpecialTokenIds> SpecialTokenIdsFromJson(const CheckpointJsonFiles& files,
+                                                  const PieceLookup& lookup, int32_t vocab_size) {
   SpecialTokenIds s = DefaultSpecialTokenIds(lookup, vocab_size);
   std::vector<int32_t> stops;
 
-  bool has_tc = false;
-  const std::string tc_path = (fs::path(model_dir) / "tokenizer_config.json").string();
-  G4_ASSIGN_OR_RETURN(nlohmann::json tc, ReadOptional(tc_path, &has_tc));
-  if (has_tc) {
-    G4_RETURN_IF_ERROR(NamedToken(tc, "bos_token", tc_path, lookup, &s.bos));
-    G4_RETURN_IF_ERROR(NamedToken(tc, "eos_token", tc_path, lookup, &s.eos));
-    G4_RETURN_IF_ERROR(NamedToken(tc, "pad_token", tc_path, lookup, &s.pad));
-    G4_RETURN_IF_ERROR(NamedToken(tc, "unk_token", tc_path, lookup, &s.unk));
-    const auto it = tc.find("add_bos_token");
-    if (it != tc.end() && it->is_boolean()) s.add_bos_token = it->get<bool>();
+  if (const nlohmann::json* tc = files.tokenizer_config) {
+    const std::string& tc_path = files.tokenizer_config_path;
+    if (!tc->is_object()) return InvalidArgument(tc_path + ": expected a JSON object");
+    G4_RETURN_IF_ERROR(NamedToken(*tc, "bos_token", tc_path, lookup, &s.bos));
+    G4_RETURN_IF_ERROR(NamedToken(*tc, "eos_token", tc_path, lookup, &s.eos));
+    G4_RETURN_IF_ERROR(NamedToken(*tc, "pad_token", tc_path, lookup, &s.pad));
+    G4_RETURN_IF_ERROR(NamedToken(*tc, "unk_token", tc_path, lookup, &s.unk));
+    const auto it = tc->find("add_bos_token");
+    if (it != tc->end() && it->is_boolean()) s.add_bos_token = it->get<bool>();
   }
 
-  bool has_gc = false, present = false;
-  const std::string gc_path = (fs::path(model_dir) / "generation_config.json").string();
-  G4_ASSIGN_OR_RETURN(nlohmann::json gc, ReadOptional(gc_path, &has_gc));
+  bool present = false;
   bool have_stop_list = false;
-  if (has_gc) {
+  if (const nlohmann::json* gc = files.generation_config) {
+    const std::string& gc_path = files.generation_config_path;
+    if (!gc->is_object()) return InvalidArgument(gc_path + ": expected a JSON object");
     std::vector<int32_t> one;
-    G4_RETURN_IF_ERROR(IdField(gc, "bos_token_id", gc_path, vocab_size, &one, &present));
+    G4_RETURN_IF_ERROR(IdField(*gc, "bos_token_id", gc_path, vocab_size, &one, &present));
     if (present && !one.empty()) s.bos = one.front();
     one.clear();
-    G4_RETURN_IF_ERROR(IdField(gc, "pad_token_id", gc_path, vocab_size, &one, &present));
+    G4_RETURN_IF_ERROR(IdField(*gc, "pad_token_id", gc_path, vocab_size, &one, &present));
     if (present && !one.empty()) s.pad = one.front();
-    G4_RETURN_IF_ERROR(IdField(gc, "eos_token_id", gc_path, vocab_size, &stops, &present));
+    G4_RETURN_IF_ERROR(IdField(*gc, "eos_token_id", gc_path, vocab_size, &stops, &present));
     have_stop_list = present;
     // The config's eos_token_id is a list of stops; the "EOS" of the tokenizer stays the named one.
-  } else {
-    bool has_cfg = false;
-    const std::string cfg_path = (fs::path(model_dir) / "config.json").string();
-    G4_ASSIGN_OR_RETURN(nlohmann::json cfg, ReadOptional(cfg_path, &has_cfg));
-    if (has_cfg) {
-      G4_RETURN_IF_ERROR(IdField(cfg, "eos_token_id", cfg_path, vocab_size, &stops, &present));
-      if (!present && cfg.contains("text_config") && cfg["text_config"].is_object()) {
-        G4_RETURN_IF_ERROR(IdField(cfg["text_config"], "eos_token_id", cfg_path + " text_config",
-                                   vocab_size, &stops, &present));
-      }
-      have_stop_list = present;
+  } else if (const nlohmann::json* cfg = files.config) {
+    const std::string& cfg_path = files.config_path;
+    if (!cfg->is_object()) return InvalidArgument(cfg_path + ": expected a JSON object");
+    G4_RETURN_IF_ERROR(IdField(*cfg, "eos_token_id", cfg_path, vocab_size, &stops, &present));
+    if (!present && cfg->contains("text_config") && (*cfg)["text_config"].is_object()) {
+      G4_RETURN_IF_ERROR(IdField((*cfg)["text_config"], "eos_token_id", cfg_path + " text_config",
+                                 vocab_size, &stops, &present));
     }
+    have_stop_list = present;
   }
   if (have_stop_list) {
     stops.push_back(s.eos);
@@ -140,6 +135,26 @@ StatusOr<SpecialTokenIds> ReadSpecialTokenIds(const std::string& model_dir,
   }
   Normalize(&s.stop_ids);
   return s;
+}
+
+StatusOr<SpecialTokenIds> ReadSpecialTokenIds(const std::string& model_dir,
+                                              const PieceLookup& lookup, int32_t vocab_size) {
+  namespace fs = std::filesystem;
+  CheckpointJsonFiles files;
+  files.tokenizer_config_path = (fs::path(model_dir) / "tokenizer_config.json").string();
+  files.generation_config_path = (fs::path(model_dir) / "generation_config.json").string();
+  files.config_path = (fs::path(model_dir) / "config.json").string();
+  bool has_tc = false, has_gc = false, has_cfg = false;
+  G4_ASSIGN_OR_RETURN(const nlohmann::json tc, ReadOptional(files.tokenizer_config_path, &has_tc));
+  G4_ASSIGN_OR_RETURN(const nlohmann::json gc, ReadOptional(files.generation_config_path, &has_gc));
+  nlohmann::json cfg;
+  if (!has_gc) {  // config.json's eos ids count only without a generation config
+    G4_ASSIGN_OR_RETURN(cfg, ReadOptional(files.config_path, &has_cfg));
+  }
+  files.tokenizer_config = has_tc ? &tc : nullptr;
+  files.generation_config = has_gc ? &gc : nullptr;
+  files.config = has_cfg ? &cfg : nullptr;
+  return SpecialTokenIdsFromJson(files, lookup, vocab_size);
 }
 
 }  // namespace g4

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "common/golden_cases.h"
-#include "model/gemma4.h"
+#include "model/causal_lm.h"
 #include "runtime/prefill.h"
 
 namespace g4::testing {
@@ -30,13 +30,13 @@ inline double MaxDiff(const std::vector<float>& a, const std::vector<float>& b) 
 }
 
 // Runs the check for the case in `dir` whose meta.json has a "greedy" entry.
-inline void ExpectCachedGreedyMatchesGolden(const Gemma4Model& model, Backend& backend,
+inline void ExpectCachedGreedyMatchesGolden(const CausalLM& model, Backend& backend,
                                             const std::string& dir, const nlohmann::json& meta,
                                             double tol) {
-  const int64_t V = model.config().vocab_size;
+  const int64_t V = model.info().vocab_size;
   const std::vector<float> step_ref = ReadF32File(dir + "/greedy_logits.f32");
   const std::vector<int32_t> prompt = ReadIds(dir + "/input_ids.json");
-  auto cache = SequenceKvCache::Create(model.config(), 256, backend.memory());
+  auto cache = SequenceKvCache::Create(model.info().layers, 256, backend.memory());
   ASSERT_TRUE(cache.ok());
   auto logits = Prefill(model, backend, **cache, prompt, 5);
   ASSERT_TRUE(logits.ok()) << logits.status().ToString();

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/config.h"
+#include "model/gemma4/config.h"
 
 namespace g4 {
 namespace {
@@ -20,7 +20,7 @@ json TextConfig() {
 }
 
 TEST(ConfigFuzzRegressionTest, BaseConfigParses) {
-  auto c = ParseModelConfig(TextConfig(), nullptr);
+  auto c = ParseGemma4Config(TextConfig(), nullptr);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->layers.size(), 2u);
 }
@@ -30,14 +30,14 @@ TEST(ConfigFuzzRegressionTest, BaseConfigParses) {
 TEST(ConfigFuzzRegressionTest, LayerCountIsCapped) {
   json cfg = TextConfig();
   cfg["num_hidden_layers"] = 1 << 30;
-  auto c = ParseModelConfig(cfg, nullptr, "cfg.json");
+  auto c = ParseGemma4Config(cfg, nullptr, "cfg.json");
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(c.status().message(), HasSubstr("cfg.json: num_hidden_layers = 1073741824"));
   EXPECT_THAT(c.status().message(), HasSubstr("limit of 1024"));
 
   cfg["num_hidden_layers"] = kMaxModelLayers;
-  EXPECT_TRUE(ParseModelConfig(cfg, nullptr).ok());
+  EXPECT_TRUE(ParseGemma4Config(cfg, nullptr).ok());
 }
 
 // intermediate_size = 2^30 with a double-wide MLP on KV-shared layers overflowed int
@@ -50,12 +50,12 @@ TEST(ConfigFuzzRegressionTest, DoubleWideMlpWidthDoesNotOverflow) {
   cfg["num_kv_shared_layers"] = 1;
   cfg["use_double_wide_mlp"] = true;
   cfg["intermediate_size"] = 1 << 30;
-  auto c = ParseModelConfig(cfg, nullptr, "cfg.json");
+  auto c = ParseGemma4Config(cfg, nullptr, "cfg.json");
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(c.status().message(), HasSubstr("intermediate_size = 1073741824 is out of range"));
 
   cfg["intermediate_size"] = (1 << 30) - 1;
-  auto ok = ParseModelConfig(cfg, nullptr);
+  auto ok = ParseGemma4Config(cfg, nullptr);
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
   EXPECT_EQ(ok->layers.back().mlp_width, 2 * ((1 << 30) - 1));
 }

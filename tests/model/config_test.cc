@@ -3,8 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "model/config.h"
-#include "model/synthetic.h"
+#include "model/gemma4/config.h"
+#include "model/gemma4/synthetic.h"
 
 namespace g4 {
 namespace {
@@ -19,7 +19,7 @@ json E2bConfig() {
 }
 
 TEST(ConfigTest, E2bLayersMatchTheSpecTable) {
-  auto c = ParseModelConfig(E2bConfig(), nullptr);
+  auto c = ParseGemma4Config(E2bConfig(), nullptr);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   ASSERT_EQ(c->num_layers, 35);
   EXPECT_EQ(c->vocab_size, 262144);
@@ -37,7 +37,7 @@ TEST(ConfigTest, E2bLayersMatchTheSpecTable) {
 }
 
 TEST(ConfigTest, ProportionalRopeRotatesOnlyTheFirstQuarterPairs) {
-  auto c = ParseModelConfig(E2bConfig(), nullptr);
+  auto c = ParseGemma4Config(E2bConfig(), nullptr);
   ASSERT_TRUE(c.ok());
   const std::vector<float> full = c->InvFreq(c->layers[4]);
   ASSERT_EQ(full.size(), 256u);
@@ -59,7 +59,7 @@ TEST(ConfigTest, TextOnlyFormAndPerLayerConfigForm) {
   for (int i = 4; i < 35; i += 5) {
     text["per_layer_config"][(i < 10 ? "0" : "") + std::to_string(i)] = {{"head_dim", 512}};
   }
-  auto c = ParseModelConfig(text, nullptr);
+  auto c = ParseGemma4Config(text, nullptr);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->model_type, "gemma4_text");
   EXPECT_EQ(c->layers[4].head_dim, 512);
@@ -70,7 +70,7 @@ TEST(ConfigTest, TextOnlyFormAndPerLayerConfigForm) {
 TEST(ConfigTest, KEqVUsesGlobalKvHeadsOnFullLayers) {
   SyntheticOptions o;
   o.preset = "31b-like";
-  auto c = ParseModelConfig(json::parse(SyntheticConfig(o)->dump()), nullptr);
+  auto c = ParseGemma4Config(json::parse(SyntheticConfig(o)->dump()), nullptr);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   for (const LayerConfig& l : c->layers) {
     EXPECT_EQ(l.has_v_proj, l.sliding());
@@ -94,14 +94,14 @@ TEST(ConfigTest, DonorIsLastNonSharedLayerOfSameType) {
 
 TEST(ConfigTest, EosIdsFromGenerationConfigToo) {
   json gen = {{"eos_token_id", {1, 106, 50}}};
-  auto c = ParseModelConfig(E2bConfig(), &gen);
+  auto c = ParseGemma4Config(E2bConfig(), &gen);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->eos_ids, (std::vector<int>{1, 106, 50}));
 }
 
 TEST(ConfigTest, UnknownArchitectureIsRefused) {
   json cfg = {{"model_type", "llama"}, {"hidden_size", 64}};
-  auto c = ParseModelConfig(cfg, nullptr);
+  auto c = ParseGemma4Config(cfg, nullptr);
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(c.status().message(), HasSubstr("unknown architecture"));
   EXPECT_THAT(c.status().message(), HasSubstr("llama"));
@@ -110,7 +110,7 @@ TEST(ConfigTest, UnknownArchitectureIsRefused) {
 TEST(ConfigTest, MoeIsRefusedAsNotSupportedYet) {
   json cfg = E2bConfig();
   cfg["text_config"]["enable_moe_block"] = true;
-  auto c = ParseModelConfig(cfg, nullptr);
+  auto c = ParseGemma4Config(cfg, nullptr);
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), StatusCode::kUnimplemented);
   EXPECT_THAT(c.status().message(), HasSubstr("MoE"));
@@ -120,25 +120,25 @@ TEST(ConfigTest, MoeIsRefusedAsNotSupportedYet) {
 TEST(ConfigTest, MissingAndMistypedFieldsAreNamed) {
   json cfg = E2bConfig();
   cfg["text_config"].erase("hidden_size");
-  auto c = ParseModelConfig(cfg, nullptr, "x/config.json");
+  auto c = ParseGemma4Config(cfg, nullptr, "x/config.json");
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(c.status().message(), HasSubstr("x/config.json: text_config.hidden_size is missing"));
 
   cfg = E2bConfig();
   cfg["text_config"]["num_attention_heads"] = "eight";
-  c = ParseModelConfig(cfg, nullptr);
+  c = ParseGemma4Config(cfg, nullptr);
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(c.status().message(), HasSubstr("num_attention_heads must be an integer"));
 
   cfg = E2bConfig();
   cfg["text_config"]["layer_types"][3] = "local";
-  c = ParseModelConfig(cfg, nullptr);
+  c = ParseGemma4Config(cfg, nullptr);
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(c.status().message(), HasSubstr("layer_types[3]"));
 
   cfg = E2bConfig();
   cfg["text_config"]["rope_parameters"]["full_attention"]["rope_type"] = "yarn";
-  c = ParseModelConfig(cfg, nullptr);
+  c = ParseGemma4Config(cfg, nullptr);
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(c.status().message(), HasSubstr("rope_type 'yarn'"));
 }
@@ -146,7 +146,7 @@ TEST(ConfigTest, MissingAndMistypedFieldsAreNamed) {
 TEST(ConfigTest, LastLayerIsForcedFullAsInTransformers) {
   json cfg = E2bConfig();
   cfg["text_config"]["layer_types"][34] = "sliding_attention";
-  auto c = ParseModelConfig(cfg, nullptr);
+  auto c = ParseGemma4Config(cfg, nullptr);
   ASSERT_TRUE(c.ok());
   EXPECT_FALSE(c->layers[34].sliding());
 }

@@ -1,7 +1,7 @@
 // ModelConfigFromGguf on small files written with the C++ GGUF writer: the per-layer expansion
 // of llama.cpp's keys, RoPE from rope_freqs, and the errors for metadata that does not fit.
 // (The end-to-end GGUF model tests on gguf-py files are in gguf_model_test.cc.)
-#include "model/gguf_config.h"
+#include "model/gemma4/gguf_config.h"
 
 #include <cmath>
 #include <filesystem>
@@ -69,7 +69,7 @@ class GgufConfigTest : public ::testing::Test {
     auto f = GgufFile::Open(path);
     if (!f.ok()) return f.status();
     file_ = std::move(*f);
-    return ModelConfigFromGguf(*file_);
+    return Gemma4ConfigFromGguf(*file_);
   }
 
   std::unique_ptr<GgufFile> file_;

@@ -15,7 +15,7 @@
 #include <filesystem>
 
 #include "common/golden_cases.h"
-#include "model/gemma4.h"
+#include "model/gemma4/model.h"
 
 namespace g4 {
 namespace {
@@ -60,21 +60,17 @@ Diff Compare(const std::vector<float>& got, const std::vector<float>& ref, int64
 
 StatusOr<std::vector<float>> Logits(const std::string& path, BackendKind kind,
                                     const std::vector<int32_t>& ids) {
-  G4_ASSIGN_OR_RETURN(std::unique_ptr<Gemma4Model> m, Gemma4Model::Load(path));
+  // The twins are all-float checkpoints whose head is the embedding as stored; a GGUF file
+  // with quantized linears would otherwise get an int8 head copy (HeadMode::kAuto).
+  LoadOptions options;
+  options.head = HeadMode::kAsStored;
+  G4_ASSIGN_OR_RETURN(std::unique_ptr<Gemma4Model> m, Gemma4Model::Load(path, options));
   Backend backend(kind, 0);
   G4_RETURN_IF_ERROR(backend.status());
   return m->Forward(backend, ids);
 }
 
-class GgufModelTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    // The twins are all-float checkpoints whose head is the embedding as stored; a GGUF file
-    // with quantized linears would otherwise get an int8 head copy (HeadMode::kAuto).
-    SetDefaultHeadMode(HeadMode::kAsStored);
-  }
-  void TearDown() override { SetDefaultHeadMode(HeadMode::kAuto); }
-};
+class GgufModelTest : public ::testing::Test {};
 
 TEST_F(GgufModelTest, F32FileGivesGoldenLogits) {
   REQUIRE_FIXTURES();
@@ -104,7 +100,7 @@ TEST_F(GgufModelTest, ConfigMatchesConfigJson) {
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   const ModelConfig& a = (*g)->config();
   const ModelConfig& b = (*s)->config();
-  EXPECT_TRUE((*g)->is_gguf());
+  EXPECT_TRUE((*g)->checkpoint().is_gguf());
   EXPECT_EQ((*g)->mapped_bytes(), fs::file_size(FixtureDir() + "/model-f32.gguf"));
   EXPECT_EQ(a.vocab_size, b.vocab_size);
   EXPECT_EQ(a.hidden_size, b.hidden_size);

@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "model/gemma4.h"
+#include "model/gemma4/model.h"
 #include "common/golden_cases.h"
 
 namespace g4 {

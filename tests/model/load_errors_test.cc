@@ -8,9 +8,9 @@
 
 #include "loader/safetensors.h"
 #include "loader/safetensors_writer.h"
-#include "model/gemma4.h"
+#include "model/gemma4/model.h"
 #include "model/model_test_util.h"
-#include "model/synthetic.h"
+#include "model/gemma4/synthetic.h"
 
 namespace g4 {
 namespace {

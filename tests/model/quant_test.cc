@@ -19,9 +19,10 @@
 
 #include "loader/safetensors.h"
 #include "loader/safetensors_writer.h"
-#include "model/gemma4.h"
+#include "model/gemma4/model.h"
+#include "model/gemma4/tensors.h"
 #include "model/model_test_util.h"
-#include "model/synthetic.h"
+#include "model/gemma4/synthetic.h"
 
 namespace g4 {
 namespace {
@@ -34,23 +35,6 @@ fs::path TestDir(const std::string& name) {
          ("g4_quant_" + std::to_string(getpid()) + "_" + name);
 }
 
-// Restores the process default head mode after a test changes it.
-TEST(HeadModeTest, AutoKeepsTheStoredHeadOnADeviceAndExplicitModesStay) {
-  EXPECT_EQ(HeadModeForDevice(HeadMode::kAuto), HeadMode::kAsStored);
-  for (HeadMode m : {HeadMode::kAsStored, HeadMode::kQ8, HeadMode::kQ4}) {
-    EXPECT_EQ(HeadModeForDevice(m), m) << HeadModeName(m);
-  }
-}
-
-class ScopedHeadMode {
- public:
-  explicit ScopedHeadMode(HeadMode mode) : saved_(DefaultHeadMode()) { SetDefaultHeadMode(mode); }
-  ~ScopedHeadMode() { SetDefaultHeadMode(saved_); }
-
- private:
-  HeadMode saved_;
-};
-
 // The tiny preset with groups of 16, so every linear of it (K = 64, 96, 192, 8 -> no) is
 // quantized except the 8-wide PLE projection, which lands in the ignore list.
 SyntheticOptions TinyOptions(const std::string& quant) {
@@ -62,8 +46,12 @@ SyntheticOptions TinyOptions(const std::string& quant) {
   return o;
 }
 
-std::unique_ptr<Gemma4Model> LoadOrDie(const fs::path& dir) {
-  auto m = Gemma4Model::Load(dir.string());
+std::unique_ptr<Gemma4Model> LoadOrDie(const fs::path& dir, HeadMode head = HeadMode::kAuto,
+                                       bool device = false) {
+  LoadOptions options;
+  options.head = head;
+  options.device = device;
+  auto m = Gemma4Model::Load(dir.string(), options);
   EXPECT_TRUE(m.ok()) << m.status().ToString();
   return m.ok() ? std::move(*m) : nullptr;
 }
@@ -141,9 +129,8 @@ class QuantModelTest : public ::testing::Test {
 };
 
 TEST_F(QuantModelTest, WriterQuantizesTheFloatWeightsWithinHalfAStep) {
-  ScopedHeadMode head(HeadMode::kAsStored);
-  auto bf16 = LoadOrDie(TestDir("bf16"));
-  auto w4 = LoadOrDie(TestDir("w4a16"));
+  auto bf16 = LoadOrDie(TestDir("bf16"), HeadMode::kAsStored);
+  auto w4 = LoadOrDie(TestDir("w4a16"), HeadMode::kAsStored);
   ASSERT_TRUE(bf16 && w4);
   ModelWeights wb = bf16->weights(), wq = w4->weights();
   const auto sb = ListTensors(bf16->config(), &wb), sq = ListTensors(w4->config(), &wq);
@@ -180,11 +167,11 @@ TEST_F(QuantModelTest, WriterQuantizesTheFloatWeightsWithinHalfAStep) {
 }
 
 TEST_F(QuantModelTest, LogitsMatchTheDequantizedModelOnBothBackends) {
-  ScopedHeadMode head(HeadMode::kAsStored);  // the same bf16 head on both sides
-  auto w4 = LoadOrDie(TestDir("w4a16"));
+  // The same bf16 head on both sides.
+  auto w4 = LoadOrDie(TestDir("w4a16"), HeadMode::kAsStored);
   ASSERT_TRUE(w4);
   WriteDequantized(*w4, TestDir("w4a16"), TestDir("deq"));
-  auto deq = LoadOrDie(TestDir("deq"));
+  auto deq = LoadOrDie(TestDir("deq"), HeadMode::kAsStored);
   ASSERT_TRUE(deq);
   const int64_t V = w4->config().vocab_size;
   const std::vector<float> ref_deq = Logits(*deq, BackendKind::kRef);
@@ -208,7 +195,6 @@ TEST_F(QuantModelTest, LogitsMatchTheDequantizedModelOnBothBackends) {
 }
 
 TEST_F(QuantModelTest, AutoHeadIsQ8ForW4A16AndAsStoredForFloat) {
-  ScopedHeadMode head(HeadMode::kAuto);
   auto w4 = LoadOrDie(TestDir("w4a16"));
   auto bf16 = LoadOrDie(TestDir("bf16"));
   ASSERT_TRUE(w4 && bf16);
@@ -216,12 +202,19 @@ TEST_F(QuantModelTest, AutoHeadIsQ8ForW4A16AndAsStoredForFloat) {
   EXPECT_EQ(StorageName(w4->weights().lm_head), "int8row/f32");
   EXPECT_EQ(bf16->weights().lm_head.data, bf16->weights().embed.data);
   // Bytes per decode token count the head as bound: the int8 copy is half the bf16 table.
-  const uint64_t b_q8 = DecodeWeightBytes(w4->config(), w4->weights());
-  ScopedHeadMode as_stored(HeadMode::kAsStored);
-  auto w4b = LoadOrDie(TestDir("w4a16"));
-  const uint64_t b_bf16 = DecodeWeightBytes(w4b->config(), w4b->weights());
+  const uint64_t b_q8 = DecodeWeightBytes(*w4);
+  auto w4b = LoadOrDie(TestDir("w4a16"), HeadMode::kAsStored);
+  const uint64_t b_bf16 = DecodeWeightBytes(*w4b);
   const int64_t V = w4->config().vocab_size, H = w4->config().hidden_size;
   EXPECT_EQ(b_bf16 - b_q8, static_cast<uint64_t>(V * H * 2 - (V * H + V * 4)));
+  // On a device, auto keeps the stored head (the int8 row matmul runs on the host there);
+  // explicit modes stay.
+  auto on_device = LoadOrDie(TestDir("w4a16"), HeadMode::kAuto, /*device=*/true);
+  ASSERT_TRUE(on_device);
+  EXPECT_EQ(on_device->weights().lm_head.data, on_device->weights().embed.data);
+  auto q8_on_device = LoadOrDie(TestDir("w4a16"), HeadMode::kQ8, /*device=*/true);
+  ASSERT_TRUE(q8_on_device);
+  EXPECT_EQ(q8_on_device->weights().lm_head.quant.kind, QuantKind::kInt8Group);
 }
 
 // The logits error of the quantized head copies against the same W4A16 model with its bf16 head,
@@ -229,14 +222,10 @@ TEST_F(QuantModelTest, AutoHeadIsQ8ForW4A16AndAsStoredForFloat) {
 // model; docs/speed.md has the E2B figures from `g4 bench --head-error`).
 TEST_F(QuantModelTest, QuantizedHeadErrorIsSmall) {
   std::vector<float> base;
-  {
-    ScopedHeadMode head(HeadMode::kAsStored);
-    base = Logits(*LoadOrDie(TestDir("w4a16")), BackendKind::kCpu);
-  }
+  base = Logits(*LoadOrDie(TestDir("w4a16"), HeadMode::kAsStored), BackendKind::kCpu);
   const double scale = MaxAbs(base);
   for (auto [mode, bound] : {std::pair{HeadMode::kQ8, 0.01}, {HeadMode::kQ4, 0.25}}) {
-    ScopedHeadMode head(mode);
-    const std::vector<float> l = Logits(*LoadOrDie(TestDir("w4a16")), BackendKind::kCpu);
+    const std::vector<float> l = Logits(*LoadOrDie(TestDir("w4a16"), mode), BackendKind::kCpu);
     const double err = MaxAbsDiff(l, base) / scale;
     std::printf("head %s: max |logits - bf16 head| = %.3g of max |logit|\n", HeadModeName(mode), err);
     EXPECT_LE(err, bound) << HeadModeName(mode);

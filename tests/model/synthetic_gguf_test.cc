@@ -7,8 +7,9 @@
 #include <filesystem>
 
 #include "loader/gguf.h"
-#include "model/gemma4.h"
-#include "model/synthetic.h"
+#include "model/gemma4/model.h"
+#include "model/gemma4/tensors.h"
+#include "model/gemma4/synthetic.h"
 
 namespace g4 {
 namespace {

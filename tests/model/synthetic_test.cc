@@ -4,8 +4,10 @@
 
 #include <filesystem>
 
-#include "model/gemma4.h"
-#include "model/synthetic.h"
+#include "model/gemma4/model.h"
+#include "model/gemma4/tensors.h"
+#include "model/gemma4/config.h"
+#include "model/gemma4/synthetic.h"
 
 namespace g4 {
 namespace {
@@ -21,7 +23,7 @@ fs::path TempCase(const std::string& name) {
 TEST(SyntheticTest, E2bTensorShapesAreTheReleasedOnes) {
   SyntheticOptions o;
   o.preset = "e2b";
-  auto cfg = ParseModelConfig(nlohmann::json::parse(SyntheticConfig(o)->dump()), nullptr);
+  auto cfg = ParseGemma4Config(nlohmann::json::parse(SyntheticConfig(o)->dump()), nullptr);
   ASSERT_TRUE(cfg.ok());
   std::map<std::string, std::vector<int64_t>> shapes;
   int64_t params = 0;
@@ -86,7 +88,7 @@ TEST(SyntheticTest, TextOnlyLayoutAndKEqVRun) {
   ASSERT_TRUE(WriteSyntheticCheckpoint(o, dir.string()).ok());
   auto m = Gemma4Model::Load(dir.string());
   ASSERT_TRUE(m.ok()) << m.status().ToString();
-  EXPECT_EQ((*m)->WeightDTypes(), "bf16");
+  EXPECT_EQ(WeightDTypes(**m), "bf16");
   EXPECT_TRUE((*m)->weights().layers[5].v_proj.empty());  // k_eq_v full layer
   Backend cpu(BackendKind::kCpu, 2), ref(BackendKind::kRef, 1);
   std::vector<int32_t> ids;

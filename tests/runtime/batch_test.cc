@@ -6,8 +6,8 @@
 #include <filesystem>
 
 #include "common/temp_path.h"
-#include "model/gemma4.h"
-#include "model/synthetic.h"
+#include "model/gemma4/model.h"
+#include "model/gemma4/synthetic.h"
 #include "runtime/kv_cache/kv_cache.h"
 #include "runtime/prefill.h"
 
@@ -45,7 +45,7 @@ TEST(ForwardBatchTest, EachSequenceMatchesItsSoloRun) {
   // Solo: prefill each prompt, then decode 4 steps of fixed tokens; keep every logits row.
   std::vector<std::vector<std::vector<float>>> solo(lengths.size());
   for (size_t s = 0; s < lengths.size(); ++s) {
-    auto cache = SequenceKvCache::Create(c, 64);
+    auto cache = SequenceKvCache::Create(KvLayouts(c), 64);
     ASSERT_TRUE(cache.ok());
     auto l = Prefill(*model, be, **cache, Prompt(lengths[s], static_cast<int>(s)), 4);
     ASSERT_TRUE(l.ok());
@@ -61,7 +61,7 @@ TEST(ForwardBatchTest, EachSequenceMatchesItsSoloRun) {
   // Batched: sequence 0 prefills in one go while 1 prefills in chunks of 7 and 2 in one go;
   // then they decode together.
   std::vector<std::unique_ptr<SequenceKvCache>> caches;
-  for (size_t s = 0; s < lengths.size(); ++s) caches.push_back(SequenceKvCache::Create(c, 64).value());
+  for (size_t s = 0; s < lengths.size(); ++s) caches.push_back(SequenceKvCache::Create(KvLayouts(c), 64).value());
   std::vector<std::vector<int32_t>> prompts;
   for (size_t s = 0; s < lengths.size(); ++s) prompts.push_back(Prompt(lengths[s], static_cast<int>(s)));
   std::vector<size_t> done(lengths.size(), 0);

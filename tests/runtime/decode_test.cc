@@ -9,8 +9,8 @@
 #include "common/greedy_check.h"
 #include "common/protected_memory.h"
 #include "common/temp_path.h"
-#include "model/gemma4.h"
-#include "model/synthetic.h"
+#include "model/gemma4/model.h"
+#include "model/gemma4/synthetic.h"
 #include "runtime/prefill.h"
 
 namespace g4 {
@@ -60,7 +60,7 @@ TEST_P(CachedVsFullTest, EveryPositionMatchesAtEveryChunkSize) {
     ASSERT_TRUE(full.ok()) << full.status().ToString();
     const double tol = 1e-3 * MaxAbs(*full);
     for (int chunk : {1, 3, W, 64}) {
-      auto cache = SequenceKvCache::Create(c, 8 * W);
+      auto cache = SequenceKvCache::Create(KvLayouts(c), 8 * W);
       ASSERT_TRUE(cache.ok());
       auto cached = Prefill(*model, backend, **cache, ids, chunk, /*all_logits=*/true);
       ASSERT_TRUE(cached.ok()) << cached.status().ToString();
@@ -96,7 +96,7 @@ TEST(PrefillTest, CacheInAnotherMemoryThanTheBackendsIsRefused) {
   ASSERT_NE(model, nullptr);
   Backend backend(BackendKind::kCpu, 1);
   testing::ProtectedMemory device;
-  auto cache = SequenceKvCache::Create(model->config(), 16, device);
+  auto cache = SequenceKvCache::Create(model->info().layers, 16, device);
   ASSERT_TRUE(cache.ok());
   auto r = Prefill(*model, backend, **cache, Prompt(3, 512));
   ASSERT_FALSE(r.ok());
@@ -112,7 +112,7 @@ TEST(PrefillTest, PromptPastTheContextIsRefusedBeforeAnyWork) {
   auto model = SyntheticModel("tiny");
   ASSERT_NE(model, nullptr);
   Backend backend(BackendKind::kRef, 1);
-  auto cache = SequenceKvCache::Create(model->config(), 16);
+  auto cache = SequenceKvCache::Create(model->info().layers, 16);
   ASSERT_TRUE(cache.ok());
   auto r = Prefill(*model, backend, **cache, Prompt(17, 512));
   ASSERT_FALSE(r.ok());

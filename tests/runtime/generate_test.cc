@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "common/golden_cases.h"
+#include "model/registry.h"
 #include "runtime/generator.h"
 
 namespace g4 {
@@ -30,7 +31,7 @@ TEST(GenerateTest, GreedyReproducesEveryGoldenContinuation) {
     SCOPED_TRACE(gc.name);
     const auto meta = testing::ReadJson(gc.dir + "/meta.json");
     if (!meta.contains("greedy")) continue;
-    auto model = Gemma4Model::Load(gc.dir);
+    auto model = LoadCausalLM(gc.dir);
     ASSERT_TRUE(model.ok());
     GenerationOptions o = Greedy(16);
     o.stop_ids = {1, 106, 50};
@@ -52,13 +53,13 @@ class GenerateOnTinyBf16 : public ::testing::Test {
     const auto cases = testing::FindGoldenCases();
     const auto* gc = FindCase(cases, "golden/tiny-bf16");
     if (!gc) GTEST_SKIP() << "golden/tiny-bf16 not found";
-    auto m = Gemma4Model::Load(gc->dir);
+    auto m = LoadCausalLM(gc->dir);
     ASSERT_TRUE(m.ok());
     model_ = std::move(*m);
     prompt_ = testing::ReadIds(gc->dir + "/input_ids.json");
     // Its greedy continuation: 141, 183, 124, 467, 496, 460, 254, 254, 460, 254, ...
   }
-  std::unique_ptr<Gemma4Model> model_;
+  std::unique_ptr<CausalLM> model_;
   std::vector<int32_t> prompt_;
   Backend backend_{BackendKind::kCpu, 0};
 };

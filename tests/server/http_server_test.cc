@@ -20,7 +20,8 @@
 #include <thread>
 
 #include "common/temp_path.h"
-#include "model/synthetic.h"
+#include "model/gemma4/synthetic.h"
+#include "model/registry.h"
 #include "runtime/scheduler/engine.h"
 #include "server/metrics.h"
 #include "server/server.h"
@@ -44,7 +45,7 @@ class HttpServerTest : public ::testing::Test {
       o.seed = 5;
       ASSERT_TRUE(WriteSyntheticCheckpoint(o, dir.string()).ok());
     }
-    auto m = Gemma4Model::Load(dir.string());
+    auto m = LoadCausalLM(dir.string());
     ASSERT_TRUE(m.ok()) << m.status().ToString();
     model_ = std::move(*m);
     // Bytes only: sampled ids past 255 decode to nothing, which the stream tolerates.
@@ -66,7 +67,6 @@ class HttpServerTest : public ::testing::Test {
     ASSERT_TRUE(server_->Bind().ok());
     server_->Start();
     ServingState st;
-    st.model = model_.get();
     st.tokenizer = tokenizer_.get();
     st.engine = engine_.get();
     st.defaults.model_name = "tiny";
@@ -148,7 +148,7 @@ class HttpServerTest : public ::testing::Test {
     return n;
   }
 
-  std::unique_ptr<Gemma4Model> model_;
+  std::unique_ptr<CausalLM> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Engine> engine_;

@@ -20,12 +20,19 @@ for backend in cpu ref; do
   [[ "$first" == "g4: device policy: backend=$backend "*"compute=f32" ]] \
     || fail "first stderr line is not the device policy: '$first'"
   second=$(sed -n 2p "$TMP/err_$backend")
-  [ "$second" == "g4: model weights=bf16" ] || fail "second stderr line is not the weights: '$second'"
+  [ "$second" == "g4: model architecture=gemma4 weights=bf16 head=bf16" ] \
+    || fail "second stderr line is not the model's architecture, weights and head: '$second'"
   grep -q "^T=3 vocab=512$" "$TMP/out_$backend" || fail "summary: $(cat "$TMP/out_$backend")"
   size=$(stat -c %s "$TMP/l_$backend.f32")
   [ "$size" -eq $((3 * 512 * 4)) ] || fail "logits file has $size bytes, expected $((3 * 512 * 4))"
 done
 cmp -s <(grep argmax "$TMP/out_cpu") <(grep argmax "$TMP/out_ref") || fail "cpu and ref argmax differ"
+# --head: every model command loads the head it is asked for and says so.
+"$G4" logits --model "$TMP/m" --ids 2,17,33 --head q8 >/dev/null 2>"$TMP/err_q8" || fail "logits --head q8: $(cat "$TMP/err_q8")"
+grep -q "^g4: model architecture=gemma4 weights=bf16 head=int8row/f32$" "$TMP/err_q8" \
+  || fail "--head q8 not stated: $(cat "$TMP/err_q8")"
+if "$G4" logits --model "$TMP/m" --ids 2 --head q3 >/dev/null 2>"$TMP/bad"; then fail "--head q3 accepted"; fi
+grep -q "unknown head mode 'q3'" "$TMP/bad" || fail "head message: $(cat "$TMP/bad")"
 
 if "$G4" logits --model "$TMP/m" --ids 2,9999 >/dev/null 2>"$TMP/bad"; then fail "out-of-vocab id accepted"; fi
 grep -q "token id 9999 at position 1 is outside the vocabulary" "$TMP/bad" || fail "bad id message: $(cat "$TMP/bad")"

@@ -1,31 +1,47 @@
 #include "backend_setup.h"
 
 #include "core/log.h"
-#include "model/weights.h"
+#include "model/registry.h"
 
 namespace g4::cli {
 
-void AddModelOptions(CLI::App* sub, std::string* model, std::string* backend, int* threads) {
-  sub->add_option("--model", *model,
+void AddModelOptions(CLI::App* sub, ModelFlags* flags) {
+  sub->add_option("--model", flags->path,
                   "Checkpoint directory (config.json, safetensors, tokenizer.json) or .gguf file")
       ->required();
-  sub->add_option("--backend", *backend, "cpu (SIMD, threaded), ref (scalar oracle) or cuda");
-  sub->add_option("--threads", *threads, "Threads for the cpu backend (0: all cores)");
+  sub->add_option("--backend", flags->backend, "cpu (SIMD, threaded), ref (scalar oracle) or cuda");
+  sub->add_option("--threads", flags->threads, "Threads for the cpu backend (0: all cores)");
+  sub->add_option("--head", flags->head,
+                  "LM head: auto (q8 for W4A16 checkpoints on the cpu, else as stored), bf16 (as "
+                  "stored), q8, q4");
 }
 
 StatusOr<std::unique_ptr<Backend>> OpenBackend(const std::string& name, int threads) {
   G4_ASSIGN_OR_RETURN(const BackendKind kind, ParseBackendKind(name));
   G4_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, Backend::Create(kind, threads));
   LogInfo("device policy: " + backend->PolicyString());
-  // Before any model is loaded: the LM head copy is made at load.
-  if (backend->memory().is_device()) SetDefaultHeadMode(HeadModeForDevice(DefaultHeadMode()));
   return backend;
 }
 
-StatusOr<std::unique_ptr<Gemma4Model>> LoadModelLogged(const std::string& dir) {
-  G4_ASSIGN_OR_RETURN(std::unique_ptr<Gemma4Model> model, Gemma4Model::Load(dir));
-  LogInfo("model weights=" + model->WeightDTypes());
-  return model;
+StatusOr<std::unique_ptr<Backend>> OpenBackend(const ModelFlags& flags) {
+  return OpenBackend(flags.backend, flags.threads);
+}
+
+StatusOr<LoadOptions> LoadOptionsFor(const ModelFlags& flags, const Backend& backend) {
+  LoadOptions options;
+  G4_ASSIGN_OR_RETURN(options.head, ParseHeadMode(flags.head));
+  options.device = backend.memory().is_device();
+  return options;
+}
+
+StatusOr<LoadedModel> LoadModelLogged(const ModelFlags& flags, const Backend& backend) {
+  G4_ASSIGN_OR_RETURN(const LoadOptions options, LoadOptionsFor(flags, backend));
+  LoadedModel m;
+  G4_ASSIGN_OR_RETURN(m.checkpoint, Checkpoint::Open(flags.path));
+  G4_ASSIGN_OR_RETURN(m.model, LoadCausalLM(m.checkpoint, options));
+  LogInfo("model architecture=" + m.model->info().architecture +
+          " weights=" + WeightDTypes(*m.model) + " head=" + StorageName(m.model->lm_head()));
+  return m;
 }
 
 }  // namespace g4::cli

@@ -2,7 +2,8 @@
 // policy (backend, ISA or compute capability, compute dtype, kernels) logged BEFORE the model is
 // loaded, so the policy is the process's first log line and `--backend cuda` without a device
 // fails at once instead of after a slow load. The policy depends on the device only; what depends
-// on the model (the weights' storage dtypes) is logged after the load, on its own line.
+// on the model (architecture, the weights' storage dtypes, the LM head) is logged after the load,
+// on its own line.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -10,20 +11,40 @@
 #include <string>
 
 #include "core/status.h"
-#include "model/gemma4.h"
+#include "loader/checkpoint.h"
+#include "model/causal_lm.h"
+#include "model/load_options.h"
 #include "ops/backend.h"
 
 namespace g4::cli {
 
-// The options every model command shares: --model (required), --backend, --threads.
-void AddModelOptions(CLI::App* sub, std::string* model, std::string* backend, int* threads);
+// The options every model command shares.
+struct ModelFlags {
+  std::string path;             // --model: a checkpoint directory or a .gguf file
+  std::string backend = "cpu";  // --backend
+  std::string head = "auto";    // --head
+  int threads = 0;              // --threads
+};
+
+// Registers --model (required), --backend, --threads and --head.
+void AddModelOptions(CLI::App* sub, ModelFlags* flags);
 
 // Parses `name` (cpu, ref, cuda), creates the backend and logs "device policy: ...". The error
 // names the backend (e.g. "--backend cuda: no CUDA device: ...").
 StatusOr<std::unique_ptr<Backend>> OpenBackend(const std::string& name, int threads);
+StatusOr<std::unique_ptr<Backend>> OpenBackend(const ModelFlags& flags);
 
-// Loads the checkpoint directory or .gguf file `dir` and logs "model weights=..." (e.g.
-// "bf16", "int4g32/bf16+bf16").
-StatusOr<std::unique_ptr<Gemma4Model>> LoadModelLogged(const std::string& dir);
+// A model with the checkpoint it was loaded from (its tokenizer and JSON files come from there).
+struct LoadedModel {
+  std::shared_ptr<const Checkpoint> checkpoint;
+  std::unique_ptr<CausalLM> model;
+};
+
+// The load options --head and the backend imply (a device keeps the stored head for "auto").
+StatusOr<LoadOptions> LoadOptionsFor(const ModelFlags& flags, const Backend& backend);
+
+// Opens --model, loads its architecture's model for `backend` and logs
+// "model architecture=gemma3 weights=q5_0+q8_0+f32 head=q8_0".
+StatusOr<LoadedModel> LoadModelLogged(const ModelFlags& flags, const Backend& backend);
 
 }  // namespace g4::cli

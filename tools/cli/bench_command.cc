@@ -33,7 +33,8 @@
 #include "commands.h"
 #include "core/log.h"
 #include "core/process_stats.h"
-#include "model/gemma4.h"
+#include "model/causal_lm.h"
+#include "model/registry.h"
 #include "ops/probe.h"
 #include "ops/profiler.h"
 #include "profile_report.h"
@@ -51,8 +52,9 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
 }
 
 struct BenchArgs {
-  std::string model_dir, backend = "cpu", contexts = "41,521,2057", json_path, head = "auto";
-  int decode = 64, repeat = 1, threads = 0, prefill_chunk = kDefaultPrefillChunk, batch = 1;
+  ModelFlags model;
+  std::string contexts = "41,521,2057", json_path;
+  int decode = 64, repeat = 1, prefill_chunk = kDefaultPrefillChunk, batch = 1;
   bool profile = false, head_error = false, graphs = true;
   double bandwidth_mib = 1024;
 };
@@ -142,8 +144,8 @@ StatusOr<std::vector<int>> ParseContexts(const std::string& text) {
 }
 
 // Deterministic prompt ids (LCG) in [4, vocab): never a special id at the low end.
-std::vector<int32_t> PromptIds(const ModelConfig& c, int n, uint32_t seed) {
-  const int vocab = c.ple_width > 0 ? std::min(c.vocab_size, c.ple_vocab) : c.vocab_size;
+std::vector<int32_t> PromptIds(const ModelInfo& c, int n, uint32_t seed) {
+  const int vocab = c.input_vocab;
   std::vector<int32_t> ids(static_cast<size_t>(n));
   uint32_t s = seed * 2654435761u + 12345u;
   for (int32_t& id : ids) {
@@ -154,33 +156,15 @@ std::vector<int32_t> PromptIds(const ModelConfig& c, int n, uint32_t seed) {
   return ids;
 }
 
-// Bytes one decode step reads, by storage ("int4g32/bf16" -> bytes), as DecodeWeightBytes counts.
-std::map<std::string, uint64_t> BytesByStorage(const ModelConfig& c, const ModelWeights& w) {
-  ModelWeights copy = w;
-  std::map<std::string, uint64_t> out;
-  for (const TensorSlot& s : ListTensors(c, &copy)) {
-    if (!s.view || s.view->empty()) continue;
-    const bool table = s.init == TensorSlot::Init::kEmbed || s.init == TensorSlot::Init::kPleEmbed;
-    out[StorageName(*s.view)] += table ? s.view->nbytes() / static_cast<uint64_t>(s.view->dim(0))
-                                       : s.view->nbytes() + s.view->scale_nbytes();
-  }
-  out[StorageName(w.lm_head) + " (lm head)"] += w.lm_head.nbytes() + w.lm_head.scale_nbytes();
-  return out;
-}
-
 // Multiply-adds x 2 per prompt token in the linears (not the head), and attention flops for a
 // prompt of n tokens (QK and PV, 2 * 2 * heads * head_dim per visible key), per token.
-double PrefillFlopsPerToken(const Gemma4Model& m, int n, int chunk) {
-  ModelWeights copy = m.weights();
-  const ModelConfig& c = m.config();
-  double linear = 0;
-  for (const TensorSlot& s : ListTensors(c, &copy)) {
-    if (s.view && !s.view->empty() && s.linear()) linear += 2.0 * s.shape[0] * s.shape[1];
-  }
+double PrefillFlopsPerToken(const CausalLM& m, int n, int chunk) {
+  const ModelInfo& c = m.info();
+  const double linear = LinearFlopsPerToken(m);
   double attn = 0;
-  for (const LayerConfig& l : c.layers) {
+  for (const KvLayout& l : c.layers) {
     double visible = 0;  // mean over the prompt's positions
-    for (int t = 0; t < n; ++t) visible += l.sliding() ? std::min(t + 1, c.sliding_window) : t + 1;
+    for (int t = 0; t < n; ++t) visible += l.sliding() ? std::min(t + 1, l.window) : t + 1;
     attn += 4.0 * l.n_heads * l.head_dim * visible / n;
   }
   const double chunks = std::ceil(static_cast<double>(n) / std::max(1, chunk));
@@ -189,10 +173,10 @@ double PrefillFlopsPerToken(const Gemma4Model& m, int n, int chunk) {
 }
 
 // Bytes of K and V one decode step reads at `context` cached positions (f32 cache).
-double KvBytesPerToken(const ModelConfig& c, int context) {
+double KvBytesPerToken(const ModelInfo& c, int context) {
   double b = 0;
-  for (const LayerConfig& l : c.layers) {
-    const int visible = l.sliding() ? std::min(context, c.sliding_window) : context;
+  for (const KvLayout& l : c.layers) {
+    const int visible = l.sliding() ? std::min(context, l.window) : context;
     b += 2.0 * visible * l.n_kv_heads * l.head_dim * sizeof(float);
   }
   return b;
@@ -202,25 +186,24 @@ double KvBytesPerToken(const ModelConfig& c, int context) {
 // with all of them in each forward, as the server's continuous batching does.
 // With `graphs` (and a backend that records them) the decode steps are recorded and replayed
 // (model/step_graphs.h); a profiler times ops one by one, so it runs them op by op.
-StatusOr<RunResult> RunOnce(const Gemma4Model& m, Backend& be, const std::vector<int32_t>& prompt,
+StatusOr<RunResult> RunOnce(const CausalLM& m, Backend& be, const std::vector<int32_t>& prompt,
                             int decode, int chunk, int batch, OpProfiler* profiler, bool graphs) {
-  const ModelConfig& c = m.config();
-  const int context = std::min<int>(static_cast<int>(prompt.size()) + decode + 1,
-                                    c.max_position_embeddings);
+  const ModelInfo& c = m.info();
+  const int context = std::min<int>(static_cast<int>(prompt.size()) + decode + 1, c.max_context);
   const size_t B = static_cast<size_t>(batch);
   std::vector<std::unique_ptr<SequenceKvCache>> caches(B);
   std::vector<std::vector<float>> logits(B);
   RunResult r;
   const auto t0 = Clock::now();
   for (size_t b = 0; b < B; ++b) {
-    G4_ASSIGN_OR_RETURN(caches[b], SequenceKvCache::Create(c, context, be.memory()));
+    G4_ASSIGN_OR_RETURN(caches[b], SequenceKvCache::Create(c.layers, context, be.memory()));
     G4_ASSIGN_OR_RETURN(logits[b], Prefill(m, be, *caches[b], prompt, chunk));
   }
   r.prefill_s = Seconds(t0, Clock::now());
   if (profiler) profiler->set_enabled(true);
   const double cpu0 = ProcessCpuSeconds();
   std::vector<int32_t> next(B);
-  std::vector<Gemma4Model::BatchItem> items(B);
+  std::vector<CausalLM::BatchItem> items(B);
   StepGraphs step_graphs;
   StepGraphs* use_graphs = graphs && !profiler ? &step_graphs : nullptr;
   for (int k = 0; k < decode && caches[0]->size() < caches[0]->max_context(); ++k) {
@@ -250,16 +233,17 @@ StatusOr<RunResult> RunOnce(const Gemma4Model& m, Backend& be, const std::vector
 // Logits of `prompt` (all positions) for the model at `dir` loaded with head `mode`.
 StatusOr<std::vector<float>> HeadLogits(const std::string& dir, HeadMode mode, Backend& be,
                                         const std::vector<int32_t>& prompt) {
-  SetDefaultHeadMode(mode);
-  G4_ASSIGN_OR_RETURN(std::unique_ptr<Gemma4Model> m, Gemma4Model::Load(dir));
+  LoadOptions options;
+  options.head = mode;
+  options.device = be.memory().is_device();
+  G4_ASSIGN_OR_RETURN(std::unique_ptr<CausalLM> m, LoadCausalLM(dir, options));
   return m->Forward(be, prompt);
 }
 
 // Error of the q8 and q4 head copies against the bf16 head on `prompt`: max |diff| / max |logit|,
 // rms diff / rms logit, top-1 agreement, mean KL(bf16 || quantized) in nats.
-StatusOr<ordered_json> HeadError(const std::string& dir, Backend& be, const ModelConfig& c,
+StatusOr<ordered_json> HeadError(const std::string& dir, Backend& be, const ModelInfo& c,
                                  const std::vector<int32_t>& prompt) {
-  const HeadMode saved = DefaultHeadMode();
   G4_ASSIGN_OR_RETURN(const std::vector<float> base, HeadLogits(dir, HeadMode::kAsStored, be, prompt));
   const int64_t V = c.vocab_size, T = static_cast<int64_t>(prompt.size());
   ordered_json out;
@@ -299,7 +283,6 @@ StatusOr<ordered_json> HeadError(const std::string& dir, Backend& be, const Mode
     e["mean_kl_nats"] = kl / T;
     out[HeadModeName(mode)] = e;
   }
-  SetDefaultHeadMode(saved);
   return out;
 }
 
@@ -316,39 +299,36 @@ int Run(const BenchArgs& a) {
   };
   auto contexts = ParseContexts(a.contexts);
   if (!contexts.ok()) return fail(contexts.status());
-  auto head = ParseHeadMode(a.head);
-  if (!head.ok()) return fail(head.status());
   if (a.decode < 0 || a.repeat < 1 || a.batch < 1 || a.batch > 256) {
     return fail(InvalidArgument("--decode must be >= 0, --repeat >= 1, --batch in [1, 256]"));
   }
-  SetDefaultHeadMode(*head);
-  auto backend = OpenBackend(a.backend, a.threads);  // first: its policy line, a device error
+  auto backend = OpenBackend(a.model);  // first: its policy line, a device error
   if (!backend.ok()) return fail(backend.status());
   Backend& be = **backend;
 
   const auto t_load = Clock::now();
-  auto loaded = Gemma4Model::Load(a.model_dir);
+  auto loaded = LoadModelLogged(a.model, be);
   if (!loaded.ok()) return fail(loaded.status());
-  const Gemma4Model& model = **loaded;
+  const CausalLM& model = *loaded->model;
   const double load_s = Seconds(t_load, Clock::now());
   const uint64_t resident_after_load = ResidentBytes();  // with cuda: includes its host context
-  const ModelConfig& c = model.config();
+  const ModelInfo& c = model.info();
 
-  const std::map<std::string, uint64_t> by_storage = BytesByStorage(c, model.weights());
+  const std::map<std::string, uint64_t> by_storage = DecodeBytesByStorage(model);
   std::string weights;
   for (const auto& [name, bytes] : by_storage) {
     if (name.find("(lm head)") == std::string::npos) weights += (weights.empty() ? "" : "+") + name;
   }
   const std::string model_policy =
-      "weights=" + weights + " head=" + StorageName(model.weights().lm_head);
+      "architecture=" + c.architecture + " weights=" + weights + " head=" +
+      StorageName(model.lm_head());
   const std::string policy = be.PolicyString() + " " + model_policy;  // for the table and JSON
   const std::string commit = GitCommit();
-  LogInfo("model " + model_policy);
-  LogInfo("commit " + commit + "; loaded " + a.model_dir + " in " + std::to_string(load_s) +
+  LogInfo("commit " + commit + "; loaded " + a.model.path + " in " + std::to_string(load_s) +
           " s; resident " + Gb(static_cast<double>(resident_after_load)) + " of " +
           Gb(static_cast<double>(model.mapped_bytes())) + " mapped");
 
-  const double weight_bytes = static_cast<double>(DecodeWeightBytes(c, model.weights()));
+  const double weight_bytes = static_cast<double>(DecodeWeightBytes(model));
   const size_t bw_bytes = static_cast<size_t>(a.bandwidth_mib * 1048576.0);
   std::vector<double> bw_samples;
   auto measure_bw = [&] {
@@ -386,7 +366,7 @@ int Run(const BenchArgs& a) {
   StepGraphs::Stats graph_stats;  // over every timed run
   std::string graphs_refused;
   for (int ctx : *contexts) {
-    if (ctx + a.decode + 1 > c.max_position_embeddings) {
+    if (ctx + a.decode + 1 > c.max_context) {
       return fail(InvalidArgument("--contexts " + std::to_string(ctx) + " + --decode does not fit "
                                   "max_position_embeddings"));
     }
@@ -452,7 +432,7 @@ int Run(const BenchArgs& a) {
   const double roofline = bw / weight_bytes;
 
   // The table.
-  std::printf("g4 bench  %s\n", a.model_dir.c_str());
+  std::printf("g4 bench  %s\n", a.model.path.c_str());
   std::printf("policy    %s\ncommit    %s\n", policy.c_str(), commit.c_str());
   std::printf("weights read per decode token: %s (", Gb(weight_bytes).c_str());
   bool first = true;
@@ -512,11 +492,11 @@ int Run(const BenchArgs& a) {
   if (!profiles.empty()) std::printf("\n%s", profiles.c_str());
 
   ordered_json out;
-  out["model"] = a.model_dir;
+  out["model"] = a.model.path;
   out["commit"] = commit;
   out["policy"] = policy;
   out["threads"] = be.pool().size();
-  out["lm_head"] = StorageName(model.weights().lm_head);
+  out["lm_head"] = StorageName(model.lm_head());
   ordered_json storage;
   for (const auto& [name, bytes] : by_storage) storage[name] = bytes;
   out["decode_weight_bytes_by_storage"] = storage;
@@ -549,7 +529,7 @@ int Run(const BenchArgs& a) {
 
   if (a.head_error) {
     const int n = std::min(64, contexts->front());
-    auto err = HeadError(a.model_dir, be, c, PromptIds(c, n, 7));
+    auto err = HeadError(a.model.path, be, c, PromptIds(c, n, 7));
     if (!err.ok()) return fail(err.status());
     out["head_error"] = *err;
     out["head_error"]["positions"] = n;
@@ -568,13 +548,12 @@ int Run(const BenchArgs& a) {
 RunFn AddBenchCommand(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
   CLI::App* sub = app.add_subcommand("bench", "Measure prefill and decode speed against the roofline");
-  AddModelOptions(sub, &a->model_dir, &a->backend, &a->threads);
+  AddModelOptions(sub, &a->model);
   sub->add_option("--contexts", a->contexts, "Prompt lengths, comma-separated (41,521,2057)");
   sub->add_option("--decode", a->decode, "Decode steps after each prompt (64)");
   sub->add_option("--repeat", a->repeat, "Runs per prompt length; medians are reported (1)");
   sub->add_option("--batch", a->batch, "Sequences decoded together in each step (1)");
   sub->add_option("--json", a->json_path, "Also write the results as JSON here");
-  sub->add_option("--head", a->head, "LM head: auto (q8 for quantized checkpoints; bf16 on cuda), bf16, q8, q4");
   sub->add_option("--prefill-chunk", a->prefill_chunk, "Prompt tokens per prefill step (512)");
   sub->add_option("--bandwidth-mib", a->bandwidth_mib, "Buffer of the read-bandwidth probe (1024)");
   sub->add_flag("--profile", a->profile, "Per-category decode time (ms/token and %; runs op by op)");

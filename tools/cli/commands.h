@@ -19,5 +19,6 @@ RunFn AddRunCommand(CLI::App& app);
 RunFn AddTokenizeCommand(CLI::App& app);
 RunFn AddDetokenizeCommand(CLI::App& app);
 RunFn AddBenchCommand(CLI::App& app);
+RunFn AddPerplexityCommand(CLI::App& app);
 
 }  // namespace g4::cli

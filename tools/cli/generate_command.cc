@@ -7,7 +7,6 @@
 #include "backend_setup.h"
 #include "commands.h"
 #include "core/log.h"
-#include "model/gemma4.h"
 #include "profile_report.h"
 #include "runtime/generator.h"
 #include "sampling_flags.h"
@@ -16,8 +15,8 @@ namespace g4::cli {
 namespace {
 
 struct GenerateArgs {
-  std::string model_dir, ids, backend = "cpu";
-  int threads = 0;
+  ModelFlags model;
+  std::string ids;
   bool profile = false;
   GenerationFlags gen;
 };
@@ -29,16 +28,17 @@ int Run(GenerateArgs& a) {
   };
   auto ids = ParseIdList(a.ids, "--ids");
   if (!ids.ok()) return fail(ids.status());
-  auto backend = OpenBackend(a.backend, a.threads);  // first: its policy line, a device error
+  auto backend = OpenBackend(a.model);  // first: its policy line, a device error
   if (!backend.ok()) return fail(backend.status());
-  auto model = LoadModelLogged(a.model_dir);
-  if (!model.ok()) return fail(model.status());
-  GenerationOptions options = a.gen.ToOptions((*model)->config());
+  auto loaded = LoadModelLogged(a.model, **backend);
+  if (!loaded.ok()) return fail(loaded.status());
+  const CausalLM& model = *loaded->model;
+  GenerationOptions options = a.gen.ToOptions(model.info());
   GenerationCallbacks cb;
   cb.on_info = [](const std::string& line) { LogInfo(line); };
   OpProfiler profiler;
-  if (a.profile) AttachDecodeProfiler(**backend, profiler, (*model)->config().vocab_size, cb);
-  auto result = Generate(**model, **backend, *ids, options, cb);
+  if (a.profile) AttachDecodeProfiler(**backend, profiler, model.info().vocab_size, cb);
+  auto result = Generate(model, **backend, *ids, options, cb);
   if (!result.ok()) return fail(result.status());
   LogGenerationSummary(*result);
   if (a.profile) std::fprintf(stderr, "%s", FormatGenerationProfile(profiler, result->stats).c_str());
@@ -55,7 +55,7 @@ int Run(GenerateArgs& a) {
 RunFn AddGenerateCommand(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
   CLI::App* sub = app.add_subcommand("generate", "Generate token ids from token ids");
-  AddModelOptions(sub, &a->model_dir, &a->backend, &a->threads);
+  AddModelOptions(sub, &a->model);
   sub->add_option("--ids", a->ids, "Comma-separated prompt token ids, e.g. 2,17,33")->required();
   sub->add_flag("--profile", a->profile, "Print where decode time goes (ms/token by category)");
   a->gen.Register(sub);

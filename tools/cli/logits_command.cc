@@ -11,18 +11,15 @@
 #include "commands.h"
 #include "core/log.h"
 #include "core/process_stats.h"
-#include "model/gemma4.h"
 #include "sampling_flags.h"
 
 namespace g4::cli {
 namespace {
 
 struct LogitsOptions {
-  std::string model_dir;
+  ModelFlags model;
   std::string ids;
   std::string out;
-  std::string backend = "cpu";
-  int threads = 0;
 };
 
 double MiB(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
@@ -35,26 +32,27 @@ int Run(const LogitsOptions& o) {
   };
   auto ids = ParseIdList(o.ids, "--ids");
   if (!ids.ok()) return fail(ids.status());
-  auto backend = OpenBackend(o.backend, o.threads);  // first: its policy line, a device error
+  auto backend = OpenBackend(o.model);  // first: its policy line, a device error
   if (!backend.ok()) return fail(backend.status());
 
   const auto t0 = Clock::now();
-  auto model = LoadModelLogged(o.model_dir);
-  if (!model.ok()) return fail(model.status());
+  auto loaded = LoadModelLogged(o.model, **backend);
+  if (!loaded.ok()) return fail(loaded.status());
+  const CausalLM& model = *loaded->model;
   const double load_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-  LogInfo("loaded " + o.model_dir + " in " + std::to_string(static_cast<int>(load_ms)) +
+  LogInfo("loaded " + o.model.path + " in " + std::to_string(static_cast<int>(load_ms)) +
           " ms; resident " + std::to_string(static_cast<int>(MiB(ResidentBytes()))) + " MiB of " +
-          std::to_string(static_cast<int>(MiB((*model)->mapped_bytes()))) + " MiB mapped");
+          std::to_string(static_cast<int>(MiB(model.mapped_bytes()))) + " MiB mapped");
 
   const auto t1 = Clock::now();
-  auto logits = (*model)->Forward(**backend, *ids);
+  auto logits = model.Forward(**backend, *ids);
   if (!logits.ok()) return fail(logits.status());
   const double fwd_ms = std::chrono::duration<double, std::milli>(Clock::now() - t1).count();
   LogInfo("forward of " + std::to_string(ids->size()) + " tokens in " +
           std::to_string(fwd_ms) + " ms; peak resident " +
           std::to_string(static_cast<int>(MiB(PeakResidentBytes()))) + " MiB");
 
-  const int64_t V = (*model)->config().vocab_size, T = static_cast<int64_t>(ids->size());
+  const int64_t V = model.info().vocab_size, T = static_cast<int64_t>(ids->size());
   if (!o.out.empty()) {
     std::FILE* f = std::fopen(o.out.c_str(), "wb");
     if (!f || std::fwrite(logits->data(), sizeof(float), logits->size(), f) != logits->size()) {
@@ -79,7 +77,7 @@ int Run(const LogitsOptions& o) {
 RunFn AddLogitsCommand(CLI::App& app) {
   auto o = std::make_shared<LogitsOptions>();
   CLI::App* sub = app.add_subcommand("logits", "Run one forward pass and write the logits");
-  AddModelOptions(sub, &o->model_dir, &o->backend, &o->threads);
+  AddModelOptions(sub, &o->model);
   sub->add_option("--ids", o->ids, "Comma-separated token ids, e.g. 2,17,33")->required();
   sub->add_option("--out", o->out, "Write raw little-endian float32 [T, vocab] here");
   return [o] { return Run(*o); };

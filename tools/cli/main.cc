@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   add(g4::cli::AddTokenizeCommand);
   add(g4::cli::AddDetokenizeCommand);
   add(g4::cli::AddBenchCommand);
+  add(g4::cli::AddPerplexityCommand);
   CLI11_PARSE(app, argc, argv);
   for (auto& [sub, run] : commands) {
     if (sub->parsed()) return run();

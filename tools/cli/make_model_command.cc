@@ -6,7 +6,7 @@
 
 #include "commands.h"
 #include "core/log.h"
-#include "model/synthetic.h"
+#include "model/gemma4/synthetic.h"
 #include "tokenizer/gemma4_vocab.h"
 #include "tokenizer/gguf_vocab.h"
 

@@ -7,7 +7,6 @@
 #include "backend_setup.h"
 #include "commands.h"
 #include "core/log.h"
-#include "model/gemma4.h"
 #include "runtime/generator.h"
 #include "sampling_flags.h"
 #include "tokenizer/chat.h"
@@ -19,9 +18,9 @@ namespace g4::cli {
 namespace {
 
 struct RunArgs {
-  std::string model_dir, prompt, backend = "cpu";
+  ModelFlags model;
+  std::string prompt;
   bool chat = false, think = false;
-  int threads = 0;
   GenerationFlags gen;
 };
 
@@ -30,13 +29,14 @@ int Run(RunArgs& a) {
     LogError(s.ToString());
     return 1;
   };
-  auto backend = OpenBackend(a.backend, a.threads);  // first: its policy line, a device error
+  auto backend = OpenBackend(a.model);  // first: its policy line, a device error
   if (!backend.ok()) return fail(backend.status());
-  auto model = LoadModelLogged(a.model_dir);
-  if (!model.ok()) return fail(model.status());
+  auto loaded = LoadModelLogged(a.model, **backend);
+  if (!loaded.ok()) return fail(loaded.status());
+  const CausalLM& model = *loaded->model;
   // A .gguf model carries its tokenizer and chat template in its metadata.
-  auto model_tok = LoadModelTokenizer(a.model_dir);
-  if (!model_tok.ok()) return fail(model_tok.status().WithContext("tokenizer of " + a.model_dir));
+  auto model_tok = LoadModelTokenizer(*loaded->checkpoint);
+  if (!model_tok.ok()) return fail(model_tok.status().WithContext("tokenizer of " + a.model.path));
   const std::unique_ptr<Tokenizer>* tok = &model_tok->tokenizer;
 
   std::vector<int32_t> prompt;
@@ -52,10 +52,10 @@ int Run(RunArgs& a) {
   } else {
     prompt = (*tok)->Encode(a.prompt, EncodeOptions{true, true});
   }
-  GenerationOptions options = a.gen.ToOptions((*model)->config());
+  GenerationOptions options = a.gen.ToOptions(model.info());
   const int64_t context = options.max_context > 0 ? options.max_context
                                                   : static_cast<int64_t>(prompt.size()) + options.max_tokens;
-  if (static_cast<int64_t>(prompt.size()) > std::min<int64_t>(context, (*model)->config().max_position_embeddings)) {
+  if (static_cast<int64_t>(prompt.size()) > std::min<int64_t>(context, model.info().max_context)) {
     return fail(InvalidArgument("prompt of " + std::to_string(prompt.size()) +
                                 " tokens is longer than the context of " + std::to_string(context)));
   }
@@ -78,7 +78,7 @@ int Run(RunArgs& a) {
       if (done == total) std::fprintf(stderr, "\n");
     };
   }
-  auto r = Generate(**model, **backend, prompt, options, cb);
+  auto r = Generate(model, **backend, prompt, options, cb);
   if (!r.ok()) return fail(r.status());
   const std::string tail = decoder.Finish();
   std::fwrite(tail.data(), 1, tail.size(), stdout);
@@ -92,7 +92,7 @@ int Run(RunArgs& a) {
 RunFn AddRunCommand(CLI::App& app) {
   auto a = std::make_shared<RunArgs>();
   CLI::App* sub = app.add_subcommand("run", "Generate text from a prompt, streamed to stdout");
-  AddModelOptions(sub, &a->model_dir, &a->backend, &a->threads);
+  AddModelOptions(sub, &a->model);
   sub->add_option("--prompt", a->prompt, "Prompt text")->required();
   sub->add_flag("--chat", a->chat, "Wrap the prompt as one user turn of the chat format");
   sub->add_flag("--think", a->think, "With --chat: enable thinking");

@@ -25,7 +25,7 @@ void GenerationFlags::Register(CLI::App* app) {
   app->add_option("--context", context, "Context to reserve (0: prompt + max tokens)");
 }
 
-GenerationOptions GenerationFlags::ToOptions(const ModelConfig& config) const {
+GenerationOptions GenerationFlags::ToOptions(const ModelInfo& model) const {
   GenerationOptions o;
   o.max_tokens = max_tokens;
   o.sampling.greedy = greedy;
@@ -37,7 +37,7 @@ GenerationOptions GenerationFlags::ToOptions(const ModelConfig& config) const {
   o.sampling.presence_penalty = presence_penalty;
   o.sampling.frequency_penalty = frequency_penalty;
   if (seed >= 0) o.sampling.seed = static_cast<uint64_t>(seed);
-  o.stop_ids.assign(config.eos_ids.begin(), config.eos_ids.end());
+  o.stop_ids.assign(model.eos_ids.begin(), model.eos_ids.end());
   o.stop_strings = stop;
   o.ignore_eos = ignore_eos;
   o.stop_on_degenerate = stop_on_degenerate;

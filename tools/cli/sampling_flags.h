@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "model/config.h"
+#include "model/causal_lm.h"
 #include "runtime/generator.h"
 
 namespace g4::cli {
@@ -28,7 +28,7 @@ struct GenerationFlags {
 
   void Register(CLI::App* app);
   // Options with the checkpoint's stop ids.
-  GenerationOptions ToOptions(const ModelConfig& config) const;
+  GenerationOptions ToOptions(const ModelInfo& model) const;
 };
 
 // "2,17,33" -> ids; `flag` names the option in errors.

@@ -11,8 +11,6 @@
 #include "backend_setup.h"
 #include "commands.h"
 #include "core/log.h"
-#include "loader/json_file.h"
-#include "model/gemma4.h"
 #include "runtime/scheduler/engine.h"
 #include "server/metrics.h"
 #include "server/metrics_observer.h"
@@ -26,18 +24,18 @@ namespace g4::cli {
 namespace {
 
 struct ServeArgs {
-  std::string model_dir, backend = "cpu", served_name;
+  ModelFlags model;
+  std::string served_name;
   ServerOptions server;
   EngineOptions engine;
-  int threads = 0;
   int shutdown_grace_s = 10;
 };
 
 // Sampling defaults from generation_config.json, as vLLM loads them.
-SamplingParams GenerationDefaults(const std::string& dir) {
+SamplingParams GenerationDefaults(const Checkpoint& checkpoint) {
   SamplingParams p;
-  auto gen = ReadJsonFile((std::filesystem::path(dir) / "generation_config.json").string());
-  if (!gen.ok() || !gen->is_object()) return p;
+  const nlohmann::json* gen = checkpoint.generation_config();
+  if (!gen || !gen->is_object()) return p;
   const auto& g = *gen;
   if (g.contains("temperature") && g["temperature"].is_number()) p.temperature = g["temperature"].get<float>();
   if (g.contains("top_k") && g["top_k"].is_number_integer()) p.top_k = g["top_k"].get<int>();
@@ -57,42 +55,40 @@ int Run(ServeArgs& a) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  auto backend = OpenBackend(a.backend, a.threads);  // first: its policy line, a device error
+  auto backend = OpenBackend(a.model);  // first: its policy line, a device error
   if (!backend.ok()) return fail(backend.status());
-  auto model = LoadModelLogged(a.model_dir);
-  if (!model.ok()) return fail(model.status());
+  auto loaded = LoadModelLogged(a.model, **backend);
+  if (!loaded.ok()) return fail(loaded.status());
+  const CausalLM& model = *loaded->model;
   // A .gguf model carries its tokenizer and chat template in its metadata.
-  auto model_tok = LoadModelTokenizer(a.model_dir);
-  if (!model_tok.ok()) return fail(model_tok.status().WithContext("tokenizer of " + a.model_dir));
+  auto model_tok = LoadModelTokenizer(*loaded->checkpoint);
+  if (!model_tok.ok()) return fail(model_tok.status().WithContext("tokenizer of " + a.model.path));
   const std::unique_ptr<Tokenizer>* tokenizer = &model_tok->tokenizer;
   const ChatStyle* style = &model_tok->chat_style;
-  const ModelConfig& config = (*model)->config();
-  if (a.engine.ctx_size > config.max_position_embeddings) {
+  const ModelInfo& info = model.info();
+  if (a.engine.ctx_size > info.max_context) {
     return fail(InvalidArgument("--ctx-size " + std::to_string(a.engine.ctx_size) +
                                 " exceeds max_position_embeddings " +
-                                std::to_string(config.max_position_embeddings)));
+                                std::to_string(info.max_context)));
   }
 
   ServingState state;
-  state.model = model->get();
   state.tokenizer = tokenizer->get();
   state.chat_style = *style;
   state.created = openai::UnixNow();
   state.defaults.model_name = a.served_name.empty()
-                                  ? std::filesystem::path(a.model_dir).filename().string()
+                                  ? std::filesystem::path(a.model.path).filename().string()
                                   : a.served_name;
   if (state.defaults.model_name.empty()) state.defaults.model_name = "g4";
   state.defaults.max_model_len = a.engine.ctx_size;
-  state.defaults.sampling = GenerationDefaults(a.model_dir);
-  state.defaults.stop_token_ids.assign(config.eos_ids.begin(), config.eos_ids.end());
+  state.defaults.sampling = GenerationDefaults(*loaded->checkpoint);
+  state.defaults.stop_token_ids.assign(info.eos_ids.begin(), info.eos_ids.end());
 
   Metrics metrics(state.defaults.model_name);
   MetricsObserver observer(&metrics);
-  Engine engine(**model, **backend, tokenizer->get(), a.engine, &observer);
-  {
-    auto probe = SequenceKvCache::Create(config, a.engine.ctx_size);
-    if (probe.ok()) LogInfo((*probe)->Describe() + "; up to " + std::to_string(a.engine.max_batch) + " sequences");
-  }
+  Engine engine(model, **backend, tokenizer->get(), a.engine, &observer);
+  LogInfo(engine.DescribeKvCache() + "; up to " + std::to_string(a.engine.max_batch) +
+          " sequences");
   Server server(a.server, &metrics);
   const Status bound = server.Bind();
   if (!bound.ok()) return fail(bound);
@@ -124,7 +120,7 @@ int Run(ServeArgs& a) {
 RunFn AddServeCommand(CLI::App& app) {
   auto a = std::make_shared<ServeArgs>();
   CLI::App* sub = app.add_subcommand("serve", "Serve the OpenAI API (chat, completions, SSE)");
-  AddModelOptions(sub, &a->model_dir, &a->backend, &a->threads);
+  AddModelOptions(sub, &a->model);
   sub->add_option("--host", a->server.host, "Address to bind (default 127.0.0.1)");
   sub->add_option("--port", a->server.port, "Port (0: any free port)");
   sub->add_option("--api-key", a->server.api_key, "Require 'Authorization: Bearer KEY'");

@@ -1,33 +1,38 @@
 #include "runtime/kv_cache/kv_cache.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace g4 {
 
-StatusOr<std::unique_ptr<SequenceKvCache>> SequenceKvCache::Create(const ModelConfig& c,
-                                                                   int max_context,
-                                                                   Memory& memory,
-                                                                   int block_size) {
-  if (max_context <= 0 || max_context > c.max_position_embeddings) {
-    return InvalidArgument("context " + std::to_string(max_context) + " must be in [1, " +
-                           std::to_string(c.max_position_embeddings) +
-                           "] (max_position_embeddings)");
+StatusOr<std::unique_ptr<SequenceKvCache>> SequenceKvCache::Create(
+    const std::vector<KvLayout>& layers, int max_context, Memory& memory, int block_size) {
+  if (max_context <= 0) {
+    return InvalidArgument("context " + std::to_string(max_context) + " must be > 0");
   }
   if (block_size <= 0) return InvalidArgument("KV block size must be > 0");
   std::unique_ptr<SequenceKvCache> cache(new SequenceKvCache());
   cache->memory_ = &memory;
   cache->max_context_ = max_context;
-  cache->num_layers_ = c.num_layers;
-  cache->window_ = c.sliding_window;
-  cache->layers_.resize(static_cast<size_t>(c.num_layers));
-  for (const LayerConfig& l : c.layers) {
-    if (l.kv_shared()) continue;
+  cache->num_layers_ = static_cast<int>(layers.size());
+  cache->layers_.resize(layers.size());
+  for (const KvLayout& l : layers) {
+    if (l.index < 0 || l.index >= cache->num_layers_) {
+      return InvalidArgument("KV cache: layer index " + std::to_string(l.index) + " of " +
+                             std::to_string(cache->num_layers_));
+    }
+    if (l.shared()) continue;
+    if (l.sliding() && l.window <= 0) {
+      return InvalidArgument("KV cache: sliding layer " + std::to_string(l.index) +
+                             " has no window");
+    }
     ++cache->num_cached_layers_;
     const size_t row_bytes = static_cast<size_t>(l.n_kv_heads) * l.head_dim * sizeof(float) * 2;
     auto& slot = cache->layers_[static_cast<size_t>(l.index)];
     if (l.sliding()) {
-      slot.emplace<RingKvCache>(c.sliding_window, l.n_kv_heads, l.head_dim, memory);
-      cache->ring_bytes_ += row_bytes * static_cast<size_t>(c.sliding_window);
+      slot.emplace<RingKvCache>(l.window, l.n_kv_heads, l.head_dim, memory);
+      cache->ring_bytes_ += row_bytes * static_cast<size_t>(l.window);
+      cache->window_ = std::max(cache->window_, l.window);
       ++cache->num_rings_;
     } else {
       slot.emplace<FullKvCache>(l.n_kv_heads, l.head_dim, block_size, max_context, memory);

@@ -1,6 +1,6 @@
-// SequenceKvCache: the KV cache of one sequence for a Gemma 4 model. Only layers that own K/V
-// get storage (E2B: 15 of 35); KV-shared layers read their donor's view inside the forward
-// pass and never write. Sliding layers hold a ring of W slots whatever the context; full
+// SequenceKvCache: the KV cache of one sequence, shaped by the model's per-layer KvLayout
+// (model/causal_lm.h). Only layers that own K/V get storage (Gemma 4 E2B: 15 of 35); KV-shared
+// layers read their donor's view inside the forward pass and never write. Sliding layers hold a ring of W slots whatever the context; full
 // layers hold an array that grows in blocks up to max_context positions.
 #pragma once
 
@@ -9,7 +9,7 @@
 #include <variant>
 #include <vector>
 
-#include "model/config.h"
+#include "model/causal_lm.h"
 #include "model/kv_store.h"
 #include "runtime/kv_cache/full_cache.h"
 #include "runtime/kv_cache/ring_cache.h"
@@ -20,11 +20,11 @@ class SequenceKvCache : public KvStore {
  public:
   static constexpr int kDefaultBlockSize = 256;
 
-  // max_context: most positions the sequence may hold (<= max_position_embeddings).
-  // memory: where the K/V live, the backend's (Backend::memory()) for the forward pass to
-  // accept the cache. Rings are allocated on their first write, full layers as the sequence
-  // grows.
-  static StatusOr<std::unique_ptr<SequenceKvCache>> Create(const ModelConfig& config,
+  // layers: the model's (ModelInfo::layers). max_context: most positions the sequence may hold
+  // (callers keep it <= ModelInfo::max_context). memory: where the K/V live, the backend's
+  // (Backend::memory()) for the forward pass to accept the cache. Rings are allocated on their
+  // first write, full layers as the sequence grows.
+  static StatusOr<std::unique_ptr<SequenceKvCache>> Create(const std::vector<KvLayout>& layers,
                                                            int max_context,
                                                            Memory& memory = HostMemory(),
                                                            int block_size = kDefaultBlockSize);
@@ -60,7 +60,8 @@ class SequenceKvCache : public KvStore {
   int max_context_ = 0;
   int32_t size_ = 0;
   uint64_t storage_id_ = NewKvStorageId();
-  int num_layers_ = 0, num_cached_layers_ = 0, num_rings_ = 0, window_ = 0;
+  int num_layers_ = 0, num_cached_layers_ = 0, num_rings_ = 0;
+  int window_ = 0;  // the largest ring, for Describe()
   size_t bytes_per_token_ = 0, ring_bytes_ = 0;
   // One entry per model layer: a ring, a block cache, or nothing (KV-shared layers).
   std::vector<std::variant<std::monostate, RingKvCache, FullKvCache>> layers_;

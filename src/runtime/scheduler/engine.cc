@@ -52,25 +52,30 @@ struct Engine::Active {
   GenerationStats stats;
 };
 
-Engine::Engine(const Gemma4Model& model, Backend& backend, const Tokenizer* tokenizer,
+Engine::Engine(const CausalLM& model, Backend& backend, const Tokenizer* tokenizer,
                EngineOptions options, EngineObserver* observer)
     : model_(model), backend_(backend), tokenizer_(tokenizer), options_(options),
       observer_(observer), graphs_(std::clamp(options.max_batch, 1, kMaxGraphBatchSizes)) {
   options_.max_batch = std::max(1, options_.max_batch);
   options_.prefill_budget = std::max(1, options_.prefill_budget);
-  options_.ctx_size = std::clamp(options_.ctx_size, 1, model.config().max_position_embeddings);
-  auto probe = SequenceKvCache::Create(model.config(), options_.ctx_size);
+  options_.ctx_size = std::clamp(options_.ctx_size, 1, model.info().max_context);
+  auto probe = SequenceKvCache::Create(model.info().layers, options_.ctx_size);
   if (probe.ok()) kv_budget_bytes_ = (*probe)->reserved_bytes() * options_.max_batch;
 }
 
 Engine::~Engine() { Shutdown(std::chrono::milliseconds(0)); }
+
+std::string Engine::DescribeKvCache() const {
+  auto probe = SequenceKvCache::Create(model_.info().layers, options_.ctx_size);
+  return probe.ok() ? (*probe)->Describe() : probe.status().message();
+}
 
 void Engine::Start() {
   if (!thread_.joinable()) thread_ = std::thread([this] { Loop(); });
 }
 
 Status Engine::Warmup() {
-  const ModelConfig& c = model_.config();
+  const ModelInfo& c = model_.info();
   // Decode warm-up: where the backend records graphs, two steps at each batch size up to
   // max_batch (as many sizes as graphs_ keeps, and as the context leaves room for: item 0 takes
   // part in every step), so that each size's buffers are sized and its step recorded, and a
@@ -86,9 +91,9 @@ Status Engine::Warmup() {
       std::max(1, std::min(options_.prefill_budget, options_.ctx_size - 1 - decode_tokens));
   std::vector<std::unique_ptr<SequenceKvCache>> caches;
   std::vector<int32_t> prompt(static_cast<size_t>(prefill), c.bos_id);
-  std::vector<Gemma4Model::BatchItem> items;
+  std::vector<CausalLM::BatchItem> items;
   for (int b = 0; b < options_.max_batch; ++b) {
-    G4_ASSIGN_OR_RETURN(auto cache, SequenceKvCache::Create(c, options_.ctx_size, backend_.memory()));
+    G4_ASSIGN_OR_RETURN(auto cache, SequenceKvCache::Create(c.layers, options_.ctx_size, backend_.memory()));
     caches.push_back(std::move(cache));
     const size_t n = b == 0 ? prompt.size() : 1;  // one prefill chunk, the rest one token
     items.push_back({std::span<const int32_t>(prompt.data(), n), 0, caches.back().get(), true});
@@ -100,7 +105,7 @@ Status Engine::Warmup() {
                   true};
     }
     return model_
-        .ForwardBatch(backend_, std::span<const Gemma4Model::BatchItem>(items.data(), batch),
+        .ForwardBatch(backend_, std::span<const CausalLM::BatchItem>(items.data(), batch),
                       nullptr, &graphs_)
         .status();
   };
@@ -153,10 +158,10 @@ StatusOr<std::shared_ptr<RequestHandle>> Engine::Submit(EngineRequest request) {
   }
   for (size_t t = 0; t < request.prompt.size(); ++t) {
     const int32_t id = request.prompt[t];
-    if (id < 0 || id >= model_.config().vocab_size) {
+    if (id < 0 || id >= model_.info().input_vocab) {
       return InvalidArgument("token id " + std::to_string(id) + " at position " +
                              std::to_string(t) + " is outside the vocabulary of " +
-                             std::to_string(model_.config().vocab_size));
+                             std::to_string(model_.info().input_vocab));
     }
   }
   G4_RETURN_IF_ERROR(ValidateGenerationOptions(request.options, tokenizer_ != nullptr));
@@ -255,7 +260,7 @@ void Engine::Admit(std::deque<std::pair<EngineRequest, std::shared_ptr<RequestHa
     auto a = std::make_unique<Active>();
     a->arrival = Clock::now();
     const int64_t want = static_cast<int64_t>(req.prompt.size()) + req.options.max_tokens;
-    auto cache = SequenceKvCache::Create(model_.config(),
+    auto cache = SequenceKvCache::Create(model_.info().layers,
                                          static_cast<int>(std::min<int64_t>(want, options_.ctx_size)),
                                          backend_.memory());
     if (!cache.ok()) {
@@ -330,7 +335,7 @@ void Engine::Step() {
   std::erase_if(active_, [](const auto& a) { return a->seq->finished(); });
   if (active_.empty()) return;
 
-  std::vector<Gemma4Model::BatchItem> items;
+  std::vector<CausalLM::BatchItem> items;
   std::vector<Active*> owners;
   std::vector<size_t> prefill_len;  // 0 for a decode item
   int budget = options_.prefill_budget;

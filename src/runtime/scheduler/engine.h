@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "model/gemma4.h"
+#include "model/causal_lm.h"
 #include "runtime/kv_cache/kv_cache.h"
 #include "runtime/scheduler/request.h"
 #include "runtime/sequence.h"
@@ -62,7 +62,7 @@ class Engine {
 
   // The model, backend and tokenizer must outlive the engine; tokenizer may be null (then no
   // text, and stop strings are refused).
-  Engine(const Gemma4Model& model, Backend& backend, const Tokenizer* tokenizer,
+  Engine(const CausalLM& model, Backend& backend, const Tokenizer* tokenizer,
          EngineOptions options, EngineObserver* observer = nullptr);
   ~Engine();
 
@@ -81,6 +81,10 @@ class Engine {
 
   EngineStats Stats() const;
   const EngineOptions& options() const { return options_; }
+  // What the engine serves: the model's vocabulary, context, special ids and layers.
+  const ModelInfo& model_info() const { return model_.info(); }
+  // "KV cache: ..." for a sequence of ctx_size positions (SequenceKvCache::Describe).
+  std::string DescribeKvCache() const;
 
  private:
   struct Active;
@@ -98,7 +102,7 @@ class Engine {
   // Says once why decode steps are not recorded as graphs, when the backend refused.
   void LogGraphRefusal();
 
-  const Gemma4Model& model_;
+  const CausalLM& model_;
   Backend& backend_;
   const Tokenizer* tokenizer_;
   EngineOptions options_;

@@ -9,7 +9,8 @@
 #include "common/memory_kv_writer.h"
 #include "common/protected_memory.h"
 #include "ops/backend.h"
-#include "model/synthetic.h"
+#include "model/gemma4/config.h"
+#include "model/gemma4/synthetic.h"
 #include "runtime/kv_cache/kv_cache.h"
 
 namespace g4 {
@@ -118,11 +119,11 @@ TEST(KvCacheMemoryTest, FullCacheInDeviceMemoryHoldsWhatTheHostOneHolds) {
 TEST(KvCacheMemoryTest, SequenceCacheLivesInTheMemoryItWasGiven) {
   SyntheticOptions o;
   o.preset = "e2b";
-  auto config = ParseModelConfig(nlohmann::json::parse(SyntheticConfig(o)->dump()), nullptr);
+  auto config = ParseGemma4Config(nlohmann::json::parse(SyntheticConfig(o)->dump()), nullptr);
   ASSERT_TRUE(config.ok());
   ProtectedMemory mem;
   {
-    auto cache = SequenceKvCache::Create(*config, 64, mem);
+    auto cache = SequenceKvCache::Create(KvLayouts(*config), 64, mem);
     ASSERT_TRUE(cache.ok()) << cache.status().ToString();
     EXPECT_EQ(&(*cache)->memory(), &mem);
     EXPECT_EQ(mem.live_allocations(), 0);  // nothing before the first write
@@ -143,7 +144,7 @@ TEST(KvCacheMemoryTest, SequenceCacheLivesInTheMemoryItWasGiven) {
     EXPECT_GT(mem.live_allocations(), 0);
   }
   EXPECT_EQ(mem.live_allocations(), 0);
-  auto host = SequenceKvCache::Create(*config, 64);
+  auto host = SequenceKvCache::Create(KvLayouts(*config), 64);
   ASSERT_TRUE(host.ok());
   EXPECT_EQ(&(*host)->memory(), &HostMemory());
 }

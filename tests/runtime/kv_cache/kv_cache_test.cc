@@ -6,7 +6,8 @@
 
 #include <set>
 
-#include "model/synthetic.h"
+#include "model/gemma4/config.h"
+#include "model/gemma4/synthetic.h"
 #include "ops/backend.h"
 #include "runtime/kv_cache/kv_cache.h"
 
@@ -135,9 +136,9 @@ TEST(FullKvCacheTest, ResetKeepsTheArrayAndEmptiesIt) {
 TEST(SequenceKvCacheTest, E2bOnlyFifteenLayersOwnACache) {
   SyntheticOptions o;
   o.preset = "e2b";
-  auto config = ParseModelConfig(nlohmann::json::parse(SyntheticConfig(o)->dump()), nullptr);
+  auto config = ParseGemma4Config(nlohmann::json::parse(SyntheticConfig(o)->dump()), nullptr);
   ASSERT_TRUE(config.ok());
-  auto cache = SequenceKvCache::Create(*config, 4096);
+  auto cache = SequenceKvCache::Create(KvLayouts(*config), 4096);
   ASSERT_TRUE(cache.ok()) << cache.status().ToString();
   EXPECT_EQ((*cache)->num_cached_layers(), 15);
   // 3 full layers, 1 KV head of 512, K and V in f32: 3 * 2 * 512 * 4 bytes per token.
@@ -146,16 +147,16 @@ TEST(SequenceKvCacheTest, E2bOnlyFifteenLayersOwnACache) {
   EXPECT_EQ((*cache)->ring_bytes(), 12u * 512 * 2 * 256 * 4);
   EXPECT_EQ((*cache)->reserved_bytes(), (*cache)->ring_bytes() + 4096u * (*cache)->bytes_per_token());
   EXPECT_THAT((*cache)->Describe(), HasSubstr("15 of 35 layers"));
-  EXPECT_FALSE(SequenceKvCache::Create(*config, 200000).ok());  // past max_position_embeddings
+  EXPECT_FALSE(SequenceKvCache::Create(KvLayouts(*config), 0).ok());  // no room at all
 }
 
 TEST(SequenceKvCacheTest, StorageIdChangesExactlyWhenAViewWouldMove) {
   SyntheticOptions o;
   o.preset = "tiny";
-  auto config = ParseModelConfig(nlohmann::json::parse(SyntheticConfig(o)->dump()), nullptr);
+  auto config = ParseGemma4Config(nlohmann::json::parse(SyntheticConfig(o)->dump()), nullptr);
   ASSERT_TRUE(config.ok());
-  auto a = SequenceKvCache::Create(*config, 64, HostMemory(), /*block_size=*/4);
-  auto b = SequenceKvCache::Create(*config, 64, HostMemory(), 4);
+  auto a = SequenceKvCache::Create(KvLayouts(*config), 64, HostMemory(), /*block_size=*/4);
+  auto b = SequenceKvCache::Create(KvLayouts(*config), 64, HostMemory(), 4);
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_NE((*a)->storage_id(), (*b)->storage_id());  // unique across caches
   std::set<uint64_t> ids = {(*a)->storage_id()};

@@ -7,7 +7,8 @@
 #include <thread>
 
 #include "common/temp_path.h"
-#include "model/synthetic.h"
+#include "model/gemma4/synthetic.h"
+#include "model/registry.h"
 #include "runtime/generator.h"
 #include "runtime/scheduler/engine.h"
 
@@ -17,7 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-std::unique_ptr<Gemma4Model> TinyModel() {
+std::unique_ptr<CausalLM> TinyModel() {
   const fs::path dir = testing::ProcessTempPath("g4_engine_tiny");
   if (!fs::exists(dir / "config.json")) {
     SyntheticOptions o;
@@ -26,7 +27,7 @@ std::unique_ptr<Gemma4Model> TinyModel() {
     o.seed = 9;
     if (!WriteSyntheticCheckpoint(o, dir.string()).ok()) return nullptr;
   }
-  auto m = Gemma4Model::Load(dir.string());
+  auto m = LoadCausalLM(dir.string());
   return m.ok() ? std::move(*m) : nullptr;
 }
 
@@ -67,7 +68,7 @@ class EngineTest : public ::testing::Test {
     ASSERT_NE(model_, nullptr);
   }
 
-  std::unique_ptr<Gemma4Model> model_;
+  std::unique_ptr<CausalLM> model_;
   Backend backend_{BackendKind::kCpu, 0};
 };
 

@@ -26,7 +26,7 @@
 #include "common/golden_cases.h"
 #include "common/greedy_check.h"
 #include "kernels/cuda/kernels.h"
-#include "model/gemma4.h"
+#include "model/gemma4/model.h"
 #include "runtime/prefill.h"
 #include "runtime/scheduler/engine.h"
 
@@ -65,7 +65,7 @@ TEST_P(EmuDecodeTest, CachedGreedyMatchesGoldenAndChunksMatchFullForward) {
   auto full = (*model)->Forward(backend, prompt);
   ASSERT_TRUE(full.ok()) << full.status().ToString();
   {
-    auto cache = SequenceKvCache::Create(c, 256, backend.memory());
+    auto cache = SequenceKvCache::Create(KvLayouts(c), 256, backend.memory());
     ASSERT_TRUE(cache.ok());
     auto cached = Prefill(**model, backend, **cache, prompt, 3, /*all_logits=*/true);
     ASSERT_TRUE(cached.ok()) << cached.status().ToString();
@@ -91,8 +91,8 @@ TEST_P(EmuDecodeTest, DecodeGraphsReplayWhatOpByOpComputes) {
   // Prefills twin caches with `p` (blocks of `block` positions), then decodes `steps` greedy
   // tokens on both: op by op on one, through `graphs` on the other; the logits must be equal.
   auto decode = [&](std::span<const int32_t> p, int64_t block, int steps) {
-    auto op_cache = SequenceKvCache::Create(c, 256, backend.memory(), block);
-    auto graph_cache = SequenceKvCache::Create(c, 256, backend.memory(), block);
+    auto op_cache = SequenceKvCache::Create(KvLayouts(c), 256, backend.memory(), block);
+    auto graph_cache = SequenceKvCache::Create(KvLayouts(c), 256, backend.memory(), block);
     ASSERT_TRUE(op_cache.ok() && graph_cache.ok());
     auto want = Prefill(**model, backend, **op_cache, p, 5);
     auto got = Prefill(**model, backend, **graph_cache, p, 5);
@@ -165,7 +165,7 @@ TEST_P(EmuDecodeTest, BatchedStepsAreEachSequenceAlone) {
   for (int i = 0; i < kSeqs; ++i) {
     const std::span<const int32_t> p(prompt.data(), lens[i]);
     for (auto* caches : {&alone, &batched, &graphed}) {
-      auto cache = SequenceKvCache::Create(c, 256, backend.memory());
+      auto cache = SequenceKvCache::Create(KvLayouts(c), 256, backend.memory());
       ASSERT_TRUE(cache.ok());
       auto logits = Prefill(**model, backend, **cache, p, 5);
       ASSERT_TRUE(logits.ok()) << logits.status().ToString();
@@ -175,8 +175,8 @@ TEST_P(EmuDecodeTest, BatchedStepsAreEachSequenceAlone) {
     }
   }
   // The prefill chunk's caches (one per batch copy).
-  auto extra = SequenceKvCache::Create(c, 256, backend.memory());
-  auto graph_extra = SequenceKvCache::Create(c, 256, backend.memory());
+  auto extra = SequenceKvCache::Create(KvLayouts(c), 256, backend.memory());
+  auto graph_extra = SequenceKvCache::Create(KvLayouts(c), 256, backend.memory());
   ASSERT_TRUE(extra.ok() && graph_extra.ok());
   StepGraphs graphs;
   for (int step = 0; step < 5; ++step) {

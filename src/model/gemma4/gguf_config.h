@@ -13,6 +13,6 @@ namespace g4 {
 // token_embd / per_layer_token_embd / rope_freqs / attn_v. InvalidArgument names the file and
 // the key or tensor that is missing, mistyped or inconsistent; Unimplemented for an
 // architecture other than gemma4, MoE, or layouts g4 does not run.
-StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& file);
+StatusOr<ModelConfig> Gemma4ConfigFromGguf(const GgufFile& file);
 
 }  // namespace g4

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "model/weights.h"
+#include "model/gemma4/tensors.h"
 
 namespace g4::synthetic_internal {
 

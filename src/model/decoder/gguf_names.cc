@@ -1,16 +1,13 @@
-#include "model/gguf_weights.h"
+#include "model/decoder/gguf_names.h"
 
-#include <set>
 #include <string_view>
 #include <utility>
-
-#include "core/log.h"
-#include "loader/page_advice.h"
 
 namespace g4 {
 namespace {
 
-// Slot names (model/weights.cc) and llama.cpp's gemma4 names (peers.md §1.3).
+// Slot names and llama.cpp's names (peers.md §1.3; Gemma 3 uses the subset without PLE and
+// layer_output_scale).
 constexpr std::pair<std::string_view, std::string_view> kGlobalNames[] = {
     {"embed_tokens.weight", "token_embd.weight"},
     {"embed_tokens_per_layer.weight", "per_layer_token_embd.weight"},
@@ -38,9 +35,6 @@ constexpr std::pair<std::string_view, std::string_view> kLayerNames[] = {
     {"layer_scalar", "layer_output_scale.weight"},
 };
 
-// Tensors the config reads (not bound to a slot).
-constexpr std::string_view kConfigTensors[] = {"rope_freqs.weight"};
-
 }  // namespace
 
 std::string GgufTensorName(const std::string& slot_name) {
@@ -57,39 +51,6 @@ std::string GgufTensorName(const std::string& slot_name) {
     if (rest == ours) return "blk." + index + "." + std::string(theirs);
   }
   return "";
-}
-
-Status BindGgufWeights(const ModelConfig& config, const GgufFile& file, ModelWeights* w,
-                       const WeightLoadOptions& options) {
-  std::set<std::string> used(std::begin(kConfigTensors), std::end(kConfigTensors));
-  for (const TensorSlot& slot : ListTensors(config, w)) {
-    const std::string name = GgufTensorName(slot.name);
-    if (name.empty()) return Internal("no GGUF name for tensor slot " + slot.name);
-    used.insert(name);
-    if (slot.role != TensorRole::kRequired) continue;
-    const GgufTensorInfo* t = file.Find(name);
-    if (!t) return NotFound(file.path() + ": missing tensor '" + name + "'");
-    G4_ASSIGN_OR_RETURN(const TensorView view, GgufFile::View(*t, file.path()));
-    G4_RETURN_IF_ERROR(BindView(slot, name, file.path(), view, "the GGUF metadata"));
-  }
-  if (const GgufTensorInfo* out = file.Find("output.weight")) {
-    // An untied head; g4's head is a [V, H] view like the embedding, so it binds the same way.
-    used.insert(out->name);
-    TensorSlot head{"lm_head.weight", w->embed.shape, TensorRole::kRequired, &w->lm_head,
-                    TensorSlot::Init::kEmbed};
-    G4_ASSIGN_OR_RETURN(const TensorView view, GgufFile::View(*out, file.path()));
-    G4_RETURN_IF_ERROR(BindView(head, out->name, file.path(), view, "the GGUF metadata"));
-  } else {
-    G4_RETURN_IF_ERROR(MakeLmHead(w, options.head.value_or(DefaultHeadMode()), options.threads));
-    if (w->lm_head.data != w->embed.data) ReleaseMappedPages(w->embed.data, w->embed.nbytes());
-  }
-  int unused = 0;
-  for (const GgufTensorInfo& t : file.tensors()) {
-    if (!used.count(t.name)) {
-      if (unused++ < 5) LogWarning(file.path() + ": tensor '" + t.name + "' is not used by g4");
-    }
-  }
-  return Status::Ok();
 }
 
 }  // namespace g4

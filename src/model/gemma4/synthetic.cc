@@ -1,4 +1,4 @@
-#include "model/synthetic.h"
+#include "model/gemma4/synthetic.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,8 +10,9 @@
 #include "core/thread_pool.h"
 #include "loader/compressed_tensors.h"
 #include "loader/safetensors_writer.h"
-#include "model/config.h"
-#include "model/weights.h"
+#include "model/gemma4/config.h"
+#include "model/gemma4/tensors.h"
+#include "model/decoder/weights.h"
 #include "ops/quantize.h"
 
 namespace g4 {
@@ -223,7 +224,7 @@ StatusOr<ordered_json> SyntheticConfig(const SyntheticOptions& o) {
   config["dtype"] = o.dtype == DType::kF32 ? "float32" : o.dtype == DType::kBF16 ? "bfloat16" : "float16";
   // Validate through the same parser the loader uses.
   G4_ASSIGN_OR_RETURN(const ModelConfig parsed,
-                      ParseModelConfig(nlohmann::json::parse(config.dump()), nullptr,
+                      ParseGemma4Config(nlohmann::json::parse(config.dump()), nullptr,
                                        "make-model config"));
   if (!o.quant.empty()) {
     if (o.quant != "w4a16") {
@@ -242,7 +243,7 @@ Status WriteSyntheticCheckpoint(const SyntheticOptions& o, const std::string& ou
   if (!IsFloat(o.dtype)) return InvalidArgument("make-model: --dtype must be f32, bf16 or f16");
   G4_ASSIGN_OR_RETURN(ordered_json config_json, SyntheticConfig(o));
   G4_ASSIGN_OR_RETURN(ModelConfig config,
-                      ParseModelConfig(nlohmann::json::parse(config_json.dump()), nullptr));
+                      ParseGemma4Config(nlohmann::json::parse(config_json.dump()), nullptr));
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec) return IoError("cannot create " + out_dir + ": " + ec.message());

@@ -1,14 +1,17 @@
-// The tensor list and weight binding (see weights.h). Quantized linears follow
-// ../shared/spec/formats.md §1.2-1.6: presence of P.weight_packed decides, per tensor, whether P is
-// quantized; its shapes are checked against the config's [N, K] and quantization_config's group.
-#include "model/weights.h"
+// The one weight binder (see weights.h). Quantized linears follow
+// ../shared/spec/formats.md §1.2-1.6: presence of P.weight_packed decides, per tensor, whether P
+// is quantized; its shapes are checked against the config's [N, K] and quantization_config's
+// group. GGUF files name their tensors as llama.cpp does (gguf_names.h).
+#include "model/decoder/weights.h"
 
-#include <atomic>
 #include <cstring>
-#include <filesystem>
+#include <set>
 
+#include "core/log.h"
+#include "core/thread_pool.h"
 #include "loader/compressed_tensors.h"
 #include "loader/page_advice.h"
+#include "model/decoder/gguf_names.h"
 #include "ops/quantize.h"
 
 namespace g4 {
@@ -21,82 +24,57 @@ std::string TensorSlot::module() const {
   return name;
 }
 
-std::vector<TensorSlot> ListTensors(const ModelConfig& c, ModelWeights* w) {
-  using Init = TensorSlot::Init;
-  const int64_t H = c.hidden_size, V = c.vocab_size, L = c.num_layers, P = c.ple_width;
-  std::vector<TensorSlot> s;
-  auto add = [&s](std::string name, std::vector<int64_t> shape, TensorView* view, Init init,
-                  TensorRole role = TensorRole::kRequired) {
-    s.push_back(TensorSlot{std::move(name), std::move(shape), role,
-                           role == TensorRole::kRequired ? view : nullptr, init});
-  };
-  if (w) w->layers.resize(static_cast<size_t>(L));
-  auto at = [w](TensorView ModelWeights::*m) { return w ? &(w->*m) : nullptr; };
-
-  add("embed_tokens.weight", {V, H}, at(&ModelWeights::embed), Init::kEmbed);
-  if (P > 0) {
-    add("embed_tokens_per_layer.weight", {c.ple_vocab, L * P}, at(&ModelWeights::ple_embed),
-        Init::kPleEmbed);
-    add("per_layer_model_projection.weight", {L * P, H}, at(&ModelWeights::ple_model_proj),
-        Init::kLinear);
-    add("per_layer_projection_norm.weight", {P}, at(&ModelWeights::ple_proj_norm), Init::kNorm);
-  }
-  add("norm.weight", {H}, at(&ModelWeights::final_norm), Init::kNorm);
-
-  for (const LayerConfig& l : c.layers) {
-    LayerWeights* lw = w ? &w->layers[static_cast<size_t>(l.index)] : nullptr;
-    auto v = [lw](TensorView LayerWeights::*m) { return lw ? &(lw->*m) : nullptr; };
-    const std::string p = "layers." + std::to_string(l.index) + ".";
-    const int64_t hd = l.head_dim, q_out = int64_t{l.n_heads} * hd, kv_out = int64_t{l.n_kv_heads} * hd;
-    const int64_t I = l.mlp_width;
-    // KV-shared layers carry k/v tensors in released files; they must never be read.
-    const TensorRole kv_role = l.kv_shared() ? TensorRole::kUnused : TensorRole::kRequired;
-    add(p + "input_layernorm.weight", {H}, v(&LayerWeights::input_norm), Init::kNorm);
-    add(p + "post_attention_layernorm.weight", {H}, v(&LayerWeights::post_attn_norm), Init::kNorm);
-    add(p + "pre_feedforward_layernorm.weight", {H}, v(&LayerWeights::pre_ff_norm), Init::kNorm);
-    add(p + "post_feedforward_layernorm.weight", {H}, v(&LayerWeights::post_ff_norm), Init::kNorm);
-    add(p + "self_attn.q_proj.weight", {q_out, H}, v(&LayerWeights::q_proj), Init::kLinear);
-    add(p + "self_attn.q_norm.weight", {hd}, v(&LayerWeights::q_norm), Init::kQkNorm);
-    add(p + "self_attn.k_proj.weight", {kv_out, H}, v(&LayerWeights::k_proj), Init::kLinear, kv_role);
-    add(p + "self_attn.k_norm.weight", {hd}, v(&LayerWeights::k_norm), Init::kQkNorm, kv_role);
-    if (l.has_v_proj) {
-      add(p + "self_attn.v_proj.weight", {kv_out, H}, v(&LayerWeights::v_proj), Init::kLinear,
-          kv_role);
-    }
-    add(p + "self_attn.o_proj.weight", {H, q_out}, v(&LayerWeights::o_proj), Init::kLinear);
-    add(p + "mlp.gate_proj.weight", {I, H}, v(&LayerWeights::gate_proj), Init::kLinear);
-    add(p + "mlp.up_proj.weight", {I, H}, v(&LayerWeights::up_proj), Init::kLinear);
-    add(p + "mlp.down_proj.weight", {H, I}, v(&LayerWeights::down_proj), Init::kLinear);
-    if (P > 0) {
-      add(p + "per_layer_input_gate.weight", {P, H}, v(&LayerWeights::ple_gate), Init::kPleGate);
-      add(p + "per_layer_projection.weight", {H, P}, v(&LayerWeights::ple_proj), Init::kLinear);
-      add(p + "post_per_layer_input_norm.weight", {H}, v(&LayerWeights::ple_norm), Init::kNorm);
-    }
-    add(p + "layer_scalar", {1}, v(&LayerWeights::layer_scalar), Init::kLayerScalar);
-  }
-  return s;
+void AddSlot(std::vector<TensorSlot>* slots, std::string name, std::vector<int64_t> shape,
+             TensorView* view, TensorSlot::Init init, TensorRole role) {
+  slots->push_back(TensorSlot{std::move(name), std::move(shape), role,
+                              role == TensorRole::kRequired ? view : nullptr, init});
 }
 
-StatusOr<std::string> FindTextPrefix(const WeightStore& store) {
-  for (const char* prefix : {"model.language_model.", "model."}) {
-    if (store.Find(std::string(prefix) + "embed_tokens.weight")) return std::string(prefix);
+void AppendLayerTensors(const LayerConfig& l, int64_t H, LayerWeights* lw,
+                        std::vector<TensorSlot>* s) {
+  using Init = TensorSlot::Init;
+  auto v = [lw](TensorView LayerWeights::*m) { return lw ? &(lw->*m) : nullptr; };
+  const std::string p = "layers." + std::to_string(l.index) + ".";
+  const int64_t hd = l.head_dim, q_out = int64_t{l.n_heads} * hd,
+                kv_out = int64_t{l.n_kv_heads} * hd, I = l.mlp_width;
+  // KV-shared layers carry k/v tensors in released files; they must never be read.
+  const TensorRole kv_role = l.kv_shared() ? TensorRole::kUnused : TensorRole::kRequired;
+  AddSlot(s, p + "input_layernorm.weight", {H}, v(&LayerWeights::input_norm), Init::kNorm);
+  AddSlot(s, p + "post_attention_layernorm.weight", {H}, v(&LayerWeights::post_attn_norm),
+          Init::kNorm);
+  AddSlot(s, p + "pre_feedforward_layernorm.weight", {H}, v(&LayerWeights::pre_ff_norm),
+          Init::kNorm);
+  AddSlot(s, p + "post_feedforward_layernorm.weight", {H}, v(&LayerWeights::post_ff_norm),
+          Init::kNorm);
+  AddSlot(s, p + "self_attn.q_proj.weight", {q_out, H}, v(&LayerWeights::q_proj), Init::kLinear);
+  AddSlot(s, p + "self_attn.q_norm.weight", {hd}, v(&LayerWeights::q_norm), Init::kQkNorm);
+  AddSlot(s, p + "self_attn.k_proj.weight", {kv_out, H}, v(&LayerWeights::k_proj), Init::kLinear,
+          kv_role);
+  AddSlot(s, p + "self_attn.k_norm.weight", {hd}, v(&LayerWeights::k_norm), Init::kQkNorm,
+          kv_role);
+  if (l.has_v_proj) {
+    AddSlot(s, p + "self_attn.v_proj.weight", {kv_out, H}, v(&LayerWeights::v_proj),
+            Init::kLinear, kv_role);
   }
-  return NotFound("missing tensor model.language_model.embed_tokens.weight (also looked for "
-                  "model.embed_tokens.weight): not a Gemma 4 text checkpoint?");
+  AddSlot(s, p + "self_attn.o_proj.weight", {H, q_out}, v(&LayerWeights::o_proj), Init::kLinear);
+  AddSlot(s, p + "mlp.gate_proj.weight", {I, H}, v(&LayerWeights::gate_proj), Init::kLinear);
+  AddSlot(s, p + "mlp.up_proj.weight", {I, H}, v(&LayerWeights::up_proj), Init::kLinear);
+  AddSlot(s, p + "mlp.down_proj.weight", {H, I}, v(&LayerWeights::down_proj), Init::kLinear);
+}
+
+StatusOr<std::string> FindTextPrefix(const WeightStore& store, const std::string& probe) {
+  for (const char* prefix : {"model.language_model.", "model."}) {
+    if (store.Find(std::string(prefix) + probe)) return std::string(prefix);
+  }
+  return NotFound("missing tensor model.language_model." + probe + " (also looked for model." +
+                  probe + "): not a text checkpoint of this architecture?");
 }
 
 namespace {
 
-std::atomic<HeadMode> g_default_head{HeadMode::kAuto};
-
 // "I32 [2048, 192]" for messages.
 std::string Describe(const TensorInfo& t) {
   return std::string(DTypeName(t.dtype)) + " " + ShapeToString(t.shape);
-}
-
-// A plain float tensor bound to `slot`.
-Status BindFloat(const TensorSlot& slot, const std::string& name, const TensorInfo& t) {
-  return BindView(slot, name, t.file, t.view(), "config.json");
 }
 
 // The pack-quantized linear `module` (weight_packed `packed`) bound to `slot` ([N, K]).
@@ -178,43 +156,15 @@ bool AnyQuantizedLinear(const ModelWeights& w) {
   return w.ple_model_proj.quantized();
 }
 
-}  // namespace
-
-StatusOr<HeadMode> ParseHeadMode(const std::string& name) {
-  if (name == "auto") return HeadMode::kAuto;
-  if (name == "bf16" || name == "as-stored") return HeadMode::kAsStored;
-  if (name == "q8") return HeadMode::kQ8;
-  if (name == "q4") return HeadMode::kQ4;
-  return InvalidArgument("unknown head mode '" + name + "' (expected auto, bf16, q8, q4)");
-}
-
-HeadMode HeadModeForDevice(HeadMode requested) {
-  return requested == HeadMode::kAuto ? HeadMode::kAsStored : requested;
-}
-
-const char* HeadModeName(HeadMode mode) {
-  switch (mode) {
-    case HeadMode::kAuto: return "auto";
-    case HeadMode::kAsStored: return "bf16";
-    case HeadMode::kQ8: return "q8";
-    case HeadMode::kQ4: return "q4";
-  }
-  return "?";
-}
-
-void SetDefaultHeadMode(HeadMode mode) { g_default_head.store(mode); }
-HeadMode DefaultHeadMode() { return g_default_head.load(); }
-
-Status BindWeights(const ModelConfig& config, const WeightStore& store, ModelWeights* w,
-                   const WeightLoadOptions& options) {
-  G4_ASSIGN_OR_RETURN(const std::string prefix, FindTextPrefix(store));
-  // quantization_config lives in the config.json beside the weights (the store's directory).
+// Binds the slots from a safetensors directory (Hugging Face names under the text prefix).
+Status BindSafetensors(const Checkpoint& ckpt, const std::vector<TensorSlot>& slots) {
+  const WeightStore& store = *ckpt.store();
+  G4_ASSIGN_OR_RETURN(const std::string prefix, FindTextPrefix(store, slots.front().name));
   std::optional<CompressedTensorsConfig> qc;
-  if (!store.files().empty()) {
-    const std::string dir = std::filesystem::path(store.files().front()).parent_path().string();
-    G4_ASSIGN_OR_RETURN(qc, LoadQuantizationConfig(dir.empty() ? "." : dir));
+  if (ckpt.config()) {
+    G4_ASSIGN_OR_RETURN(qc, ParseQuantizationConfig(*ckpt.config(), ckpt.FilePath("config.json")));
   }
-  for (const TensorSlot& slot : ListTensors(config, w)) {
+  for (const TensorSlot& slot : slots) {
     if (slot.role != TensorRole::kRequired) continue;
     const std::string name = prefix + slot.name;
     const std::string module = prefix + slot.module();
@@ -229,9 +179,60 @@ Status BindWeights(const ModelConfig& config, const WeightStore& store, ModelWei
     }
     const TensorInfo* t = store.Find(name);
     if (!t) return NotFound("missing tensor " + name);
-    G4_RETURN_IF_ERROR(BindFloat(slot, name, *t));
+    G4_RETURN_IF_ERROR(BindView(slot, name, t->file, t->view(), "config.json"));
   }
-  G4_RETURN_IF_ERROR(MakeLmHead(w, options.head.value_or(DefaultHeadMode()), options.threads));
+  return Status::Ok();
+}
+
+// Binds the slots from a GGUF file (llama.cpp's names); warns of tensors no slot reads.
+// Returns whether the file has its own output.weight (an untied head), bound to w->lm_head.
+StatusOr<bool> BindGguf(const Checkpoint& ckpt, const std::vector<TensorSlot>& slots,
+                        ModelWeights* w) {
+  const GgufFile& file = *ckpt.gguf();
+  std::set<std::string> used(std::begin(kGgufConfigTensors), std::end(kGgufConfigTensors));
+  for (const TensorSlot& slot : slots) {
+    const std::string name = GgufTensorName(slot.name);
+    if (name.empty()) return Internal("no GGUF name for tensor slot " + slot.name);
+    used.insert(name);
+    if (slot.role != TensorRole::kRequired) continue;
+    const GgufTensorInfo* t = file.Find(name);
+    if (!t) return NotFound(file.path() + ": missing tensor '" + name + "'");
+    G4_ASSIGN_OR_RETURN(const TensorView view, GgufFile::View(*t, file.path()));
+    G4_RETURN_IF_ERROR(BindView(slot, name, file.path(), view, "the GGUF metadata"));
+  }
+  bool untied = false;
+  if (const GgufTensorInfo* out = file.Find("output.weight")) {
+    // An untied head; g4's head is a [V, H] view like the embedding, so it binds the same way.
+    used.insert(out->name);
+    TensorSlot head{"lm_head.weight", w->embed.shape, TensorRole::kRequired, &w->lm_head,
+                    TensorSlot::Init::kEmbed};
+    G4_ASSIGN_OR_RETURN(const TensorView view, GgufFile::View(*out, file.path()));
+    G4_RETURN_IF_ERROR(BindView(head, out->name, file.path(), view, "the GGUF metadata"));
+    untied = true;
+  }
+  int unused = 0;
+  for (const GgufTensorInfo& t : file.tensors()) {
+    if (!used.count(t.name) && unused++ < 5) {
+      LogWarning(file.path() + ": tensor '" + t.name + "' is not used by g4");
+    }
+  }
+  return untied;
+}
+
+}  // namespace
+
+Status BindCheckpoint(const Checkpoint& ckpt, const std::vector<TensorSlot>& slots,
+                      const LoadOptions& options, ModelWeights* w) {
+  if (slots.empty()) return Internal("no tensor slots to bind");
+  bool untied = false;
+  if (ckpt.is_gguf()) {
+    G4_ASSIGN_OR_RETURN(untied, BindGguf(ckpt, slots, w));
+  } else {
+    if (!ckpt.store()) return Internal(ckpt.path() + ": opened without its weights");
+    G4_RETURN_IF_ERROR(BindSafetensors(ckpt, slots));
+  }
+  if (untied) return Status::Ok();
+  G4_RETURN_IF_ERROR(MakeLmHead(w, options));
   if (w->lm_head.data != w->embed.data) {
     // The mapped embedding is now only gathered (one row per token): drop the pages the
     // quantizer read from this process's resident set (they stay in the page cache).
@@ -240,18 +241,21 @@ Status BindWeights(const ModelConfig& config, const WeightStore& store, ModelWei
   return Status::Ok();
 }
 
-Status MakeLmHead(ModelWeights* w, HeadMode mode, int threads) {
+Status MakeLmHead(ModelWeights* w, const LoadOptions& options) {
+  HeadMode mode = options.head;
   if (mode == HeadMode::kAuto) {
     // With quantized linears the head is the biggest decode stream left: an int8 copy is
     // faster to stream than bf16, and than Q6_K / Q4_K blocks too (their unpacking costs more
     // than the bytes they save; docs/speed.md). Q8_0 blocks are already int8, kept as stored.
+    // A device keeps the stored head (load_options.h).
     const bool stored_is_int8 = w->embed.quantized() && w->embed.quant.kind == QuantKind::kQ8_0;
-    mode = AnyQuantizedLinear(*w) && !stored_is_int8 ? HeadMode::kQ8 : HeadMode::kAsStored;
+    mode = !options.device && AnyQuantizedLinear(*w) && !stored_is_int8 ? HeadMode::kQ8
+                                                                         : HeadMode::kAsStored;
   }
   // Tied (spec §2.9): a lm_head.weight in the file is a duplicate of the embedding.
   w->lm_head = w->embed;
   if (mode == HeadMode::kAsStored) return Status::Ok();
-  ThreadPool pool(threads);
+  ThreadPool pool(options.threads);
   const bool q8 = mode == HeadMode::kQ8;
   auto q = QuantizeWeight(pool, w->embed, q8 ? QuantKind::kInt8Group : QuantKind::kInt4Group,
                           q8 ? w->embed.dim(1) : 32, q8 ? DType::kF32 : DType::kBF16);
@@ -284,18 +288,26 @@ Status BindView(const TensorSlot& slot, const std::string& name, const std::stri
   return Status::Ok();
 }
 
-uint64_t DecodeWeightBytes(const ModelConfig& config, const ModelWeights& w) {
-  ModelWeights copy = w;  // ListTensors points slots into the struct it is given
-  uint64_t bytes = 0;
-  for (const TensorSlot& s : ListTensors(config, &copy)) {
-    if (!s.view || s.view->empty()) continue;
-    if (s.init == TensorSlot::Init::kEmbed || s.init == TensorSlot::Init::kPleEmbed) {
-      bytes += s.view->nbytes() / static_cast<uint64_t>(s.view->dim(0));  // one row
-    } else {
-      bytes += s.view->nbytes() + s.view->scale_nbytes();
-    }
+std::vector<WeightEntry> WeightEntries(const std::vector<TensorSlot>& slots) {
+  std::vector<WeightEntry> out;
+  for (const TensorSlot& s : slots) {
+    if (s.role != TensorRole::kRequired || !s.view || s.view->empty()) continue;
+    out.push_back(WeightEntry{s.name, s.view, s.table(), s.linear()});
   }
-  return bytes + w.lm_head.nbytes() + w.lm_head.scale_nbytes();
+  return out;
+}
+
+StatusOr<TensorView> OffsetCopy(const TensorView& t, float offset, ModelWeights* w) {
+  if (t.quantized() || !IsFloat(t.dtype)) {
+    return InvalidArgument("a norm weight must be a float tensor, not " + StorageName(t));
+  }
+  auto values = std::make_shared<std::vector<float>>(static_cast<size_t>(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    (*values)[static_cast<size_t>(i)] = LoadAsF32(t.data, t.dtype, i) + offset;
+  }
+  TensorView out(values->data(), DType::kF32, t.shape);
+  w->owned.push_back(values);
+  return out;
 }
 
 }  // namespace g4

@@ -8,10 +8,11 @@
 
 #include "core/thread_pool.h"
 #include "loader/gguf_writer.h"
-#include "model/config.h"
-#include "model/gguf_weights.h"
-#include "model/synthetic.h"
-#include "model/synthetic_internal.h"
+#include "model/gemma4/config.h"
+#include "model/gemma4/tensors.h"
+#include "model/decoder/gguf_names.h"
+#include "model/gemma4/synthetic.h"
+#include "model/gemma4/synthetic_internal.h"
 #include "ops/quantize_gguf.h"
 
 namespace g4 {
@@ -169,7 +170,7 @@ Status WriteSyntheticGguf(const SyntheticOptions& o, const std::string& gguf_qua
   if (!IsFloat(o.dtype)) return InvalidArgument("make-model: --dtype must be f32, bf16 or f16");
   G4_ASSIGN_OR_RETURN(nlohmann::ordered_json config_json, SyntheticConfig(o));
   G4_ASSIGN_OR_RETURN(ModelConfig config,
-                      ParseModelConfig(nlohmann::json::parse(config_json.dump()), nullptr));
+                      ParseGemma4Config(nlohmann::json::parse(config_json.dump()), nullptr));
 
   GgufMetadata md;
   AddModelMetadata(config, o, FileType(gguf_quant, o.dtype), &md);

@@ -1,76 +1,15 @@
-#include "model/gguf_config.h"
+#include "model/gemma4/gguf_config.h"
 
 #include <cmath>
 #include <string>
 #include <vector>
 
+#include "model/decoder/gguf_meta.h"
+
 namespace g4 {
 namespace {
 
 constexpr const char* kArch = "gemma4";
-
-std::string Key(const char* suffix) { return std::string(kArch) + "." + suffix; }
-
-// Reads the gemma4.* keys with the file named in every error.
-class Meta {
- public:
-  explicit Meta(const GgufFile& f) : f_(f) {}
-
-  Status Err(const std::string& what) const { return InvalidArgument(f_.path() + ": " + what); }
-
-  // A non-negative int that fits a ModelConfig field.
-  StatusOr<int> Int(const char* suffix) const {
-    G4_ASSIGN_OR_RETURN(const int64_t v, f_.GetInt(Key(suffix)));
-    return Checked(Key(suffix), v);
-  }
-  StatusOr<int> IntOr(const char* suffix, int fallback) const {
-    if (!f_.Has(Key(suffix))) return fallback;
-    return Int(suffix);
-  }
-  StatusOr<double> FloatOr(const char* suffix, double fallback) const {
-    if (!f_.Has(Key(suffix))) return fallback;
-    return f_.GetFloat(Key(suffix));
-  }
-  // A key that is either a scalar (every layer) or an array with one entry per layer.
-  StatusOr<std::vector<int>> PerLayer(const char* suffix, int num_layers) const {
-    const std::string key = Key(suffix);
-    const GgufValue* v = f_.FindValue(key);
-    if (!v) return NotFound(f_.path() + ": metadata key '" + key + "' is missing");
-    std::vector<int64_t> raw;
-    if (v->type == gguf::ValueType::kArray) {
-      G4_ASSIGN_OR_RETURN(raw, f_.GetIntArray(key));
-      if (static_cast<int64_t>(raw.size()) != num_layers) {
-        return Err("metadata key '" + key + "' has " + std::to_string(raw.size()) +
-                   " entries; expected one per layer (" + std::to_string(num_layers) + ")");
-      }
-    } else {
-      G4_ASSIGN_OR_RETURN(const int64_t x, f_.GetInt(key));
-      raw.assign(static_cast<size_t>(num_layers), x);
-    }
-    std::vector<int> out;
-    for (int64_t x : raw) {
-      G4_ASSIGN_OR_RETURN(const int y, Checked(key, x));
-      out.push_back(y);
-    }
-    return out;
-  }
-
- private:
-  StatusOr<int> Checked(const std::string& key, int64_t v) const {
-    if (v < 0 || v > (int64_t{1} << 30)) {
-      return Err("metadata key '" + key + "' = " + std::to_string(v) + " is out of range");
-    }
-    return static_cast<int>(v);
-  }
-  const GgufFile& f_;
-};
-
-// The tensor's PyTorch shape, or NotFound naming it.
-StatusOr<std::vector<int64_t>> ShapeOf(const GgufFile& f, const char* name) {
-  const GgufTensorInfo* t = f.Find(name);
-  if (!t) return NotFound(f.path() + ": missing tensor '" + std::string(name) + "'");
-  return t->shape;
-}
 
 // Full layers' RoPE from rope_freqs (llama.cpp's per-pair frequency divisors, [hd/2]): pairs
 // with a divisor of 1e30 do not rotate; a leading run of equal finite divisors is HF's
@@ -116,7 +55,7 @@ StatusOr<RopeConfig> FullRope(const GgufFile& f, double theta, int head_dim) {
 
 }  // namespace
 
-StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& f) {
+StatusOr<ModelConfig> Gemma4ConfigFromGguf(const GgufFile& f) {
   const std::string& path = f.path();
   auto arch = f.GetString(gguf::kArchitectureKey);
   if (!arch.ok()) return arch.status();
@@ -124,8 +63,8 @@ StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& f) {
     return Unimplemented(path + ": general.architecture is '" + *arch +
                          "'; g4 runs gemma4 GGUF files only");
   }
-  Meta m(f);
-  if (f.Has(Key("expert_count"))) {
+  const GgufMeta m(f, kArch);
+  if (f.Has(m.Key("expert_count"))) {
     G4_ASSIGN_OR_RETURN(const int experts, m.Int("expert_count"));
     if (experts > 0) {
       return Unimplemented(path + ": gemma4.expert_count = " + std::to_string(experts) +
@@ -187,7 +126,7 @@ StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& f) {
   }
 
   // Layer types: true = sliding. A scalar is broadcast, as llama.cpp does.
-  const std::string pattern_key = Key("attention.sliding_window_pattern");
+  const std::string pattern_key = m.Key("attention.sliding_window_pattern");
   const GgufValue* pv = f.FindValue(pattern_key);
   if (!pv) return NotFound(path + ": metadata key '" + pattern_key + "' is missing");
   std::vector<bool> sliding;
@@ -203,28 +142,10 @@ StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& f) {
   }
   for (bool s : sliding) c.layer_types.push_back(s ? LayerType::kSliding : LayerType::kFull);
 
-  // Vocabulary: the embedding's rows, which the token list (when present) must match.
-  G4_ASSIGN_OR_RETURN(const std::vector<int64_t> embd, ShapeOf(f, "token_embd.weight"));
-  if (embd.size() != 2 || embd[1] != c.hidden_size || embd[0] <= 0 || embd[0] > (1 << 30)) {
-    return InvalidArgument(path + ": tensor 'token_embd.weight' has shape " +
-                           ShapeToString(embd) + "; expected [n_vocab, " +
-                           std::to_string(c.hidden_size) + "] (embedding_length)");
-  }
-  c.vocab_size = static_cast<int>(embd[0]);
-  const GgufValue* tokens = f.FindValue("tokenizer.ggml.tokens");
-  if (tokens) {
-    if (tokens->type != gguf::ValueType::kArray || tokens->elem_type != gguf::ValueType::kString) {
-      return m.Err("metadata key 'tokenizer.ggml.tokens' must be an array of string");
-    }
-    if (tokens->count != static_cast<uint64_t>(c.vocab_size)) {
-      return m.Err("tokenizer.ggml.tokens has " + std::to_string(tokens->count) +
-                   " tokens but tensor 'token_embd.weight' has " + std::to_string(c.vocab_size) +
-                   " rows");
-    }
-  }
+  G4_RETURN_IF_ERROR(GgufVocabulary(m, &c));
   c.ple_vocab = c.vocab_size;
   if (c.ple_width > 0) {
-    G4_ASSIGN_OR_RETURN(const std::vector<int64_t> ple, ShapeOf(f, "per_layer_token_embd.weight"));
+    G4_ASSIGN_OR_RETURN(const std::vector<int64_t> ple, GgufShapeOf(f, "per_layer_token_embd.weight"));
     if (ple.size() != 2 || ple[0] <= 0 || ple[0] > (1 << 30)) {
       return InvalidArgument(path + ": tensor 'per_layer_token_embd.weight' has shape " +
                              ShapeToString(ple) + "; expected [n_vocab, block_count * " +
@@ -235,26 +156,7 @@ StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& f) {
 
   // Special ids: BOS/PAD from the tokenizer keys; end of generation = eos plus <turn|> (the
   // end of a chat turn, as config.json lists it for the released models).
-  auto id_or = [&](const char* key, int fallback) -> StatusOr<int> {
-    if (!f.Has(key)) return fallback;
-    G4_ASSIGN_OR_RETURN(const int64_t v, f.GetInt(key));
-    if (v < 0 || v >= c.vocab_size) {
-      return m.Err(std::string("metadata key '") + key + "' = " + std::to_string(v) +
-                   " is outside the vocabulary of " + std::to_string(c.vocab_size));
-    }
-    return static_cast<int>(v);
-  };
-  G4_ASSIGN_OR_RETURN(c.bos_id, id_or("tokenizer.ggml.bos_token_id", 2));
-  G4_ASSIGN_OR_RETURN(c.pad_id, id_or("tokenizer.ggml.padding_token_id", 0));
-  G4_ASSIGN_OR_RETURN(const int eos, id_or("tokenizer.ggml.eos_token_id", 1));
-  c.eos_ids.push_back(eos);
-  if (tokens) {
-    for (size_t i = 0; i < tokens->strs.size(); ++i) {
-      if (tokens->strs[i] == "<turn|>" && static_cast<int>(i) != eos) {
-        c.eos_ids.push_back(static_cast<int>(i));
-      }
-    }
-  }
+  G4_RETURN_IF_ERROR(GgufSpecialIds(m, "<turn|>", &c));
 
   // RoPE: sliding layers plain over the whole head; full layers from rope_freqs.
   G4_ASSIGN_OR_RETURN(c.rope_sliding.theta, m.FloatOr("rope.freq_base_swa", 10000.0));

@@ -1,0 +1,35 @@
+// How a model is loaded: options a front end passes in (never process globals), shared by every
+// architecture.
+#pragma once
+
+#include <string>
+
+#include "core/status.h"
+
+namespace g4 {
+
+// The LM head used at run time. The tied embedding is bf16 in every released Gemma 4 checkpoint
+// (the W4A16 exports leave it unquantized): 262144 x 1536 x 2 B = 0.8 GB read per decoded token
+// on E2B, the largest single tensor. A quantized copy made at load cuts that (docs/speed.md has
+// the bytes, the speed and the logits error of each choice).
+enum class HeadMode {
+  kAuto,      // kQ8 when the checkpoint has quantized linears (W4A16), else kAsStored; on a
+              // device backend always kAsStored (see LoadOptions::device)
+  kAsStored,  // the tied embedding itself, no copy ("bf16")
+  kQ8,        // int8, one f32 scale per row (0.40 GB on E2B)
+  kQ4,        // int4, groups of 32, bf16 scales: the W4A16 scheme (0.23 GB on E2B)
+};
+// "auto" | "bf16" | "q8" | "q4"; InvalidArgument naming the accepted values otherwise.
+StatusOr<HeadMode> ParseHeadMode(const std::string& name);
+const char* HeadModeName(HeadMode mode);
+
+struct LoadOptions {
+  HeadMode head = HeadMode::kAuto;
+  // The model will run on a device backend (Backend::memory().is_device()): kAuto keeps the
+  // stored head there, because the q8 copy kAuto picks for W4A16 checkpoints is an int8-per-row
+  // matmul the device kernels do not define (it would run on the host, every step).
+  bool device = false;
+  int threads = 0;  // for load-time copies; <= 0: all cores
+};
+
+}  // namespace g4

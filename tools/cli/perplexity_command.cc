@@ -1,0 +1,89 @@
+// `g4 perplexity`: the perplexity of a model on a text file, with llama-perplexity's protocol
+// (runtime/perplexity.h), so the number compares with llama.cpp's on the same file and context.
+// Prints the running value after each chunk ("[1]12.3456,[2]..."), then the final estimate;
+// --json writes {"ppl", "chunks", "ctx", "tokens_scored", "nll_sum", "running"}.
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "backend_setup.h"
+#include "commands.h"
+#include "core/log.h"
+#include "runtime/perplexity.h"
+#include "tokenizer/model_tokenizer.h"
+
+namespace g4::cli {
+namespace {
+
+struct PerplexityArgs {
+  ModelFlags model;
+  std::string file, json_path;
+  PerplexityOptions options;
+};
+
+int Run(PerplexityArgs& a) {
+  auto fail = [](const Status& s) {
+    LogError(s.ToString());
+    return 1;
+  };
+  auto backend = OpenBackend(a.model);  // first: its policy line, a device error
+  if (!backend.ok()) return fail(backend.status());
+  auto loaded = LoadModelLogged(a.model, **backend);
+  if (!loaded.ok()) return fail(loaded.status());
+  auto model_tok = LoadModelTokenizer(*loaded->checkpoint);
+  if (!model_tok.ok()) return fail(model_tok.status().WithContext("tokenizer of " + a.model.path));
+  std::ifstream in(a.file, std::ios::binary);
+  if (!in) return fail(NotFound("--file " + a.file + ": cannot be read"));
+  std::stringstream text;
+  text << in.rdbuf();
+  // As llama-perplexity tokenizes: BOS when the model adds one, special tokens as plain text.
+  const Tokenizer& tok = *model_tok->tokenizer;
+  const bool add_bos = tok.special_ids().add_bos_token && tok.special_ids().bos >= 0;
+  const std::vector<int32_t> tokens =
+      tok.Encode(text.str(), EncodeOptions{/*parse_special=*/false, add_bos});
+  a.options.bos = add_bos ? tok.special_ids().bos : -1;
+  LogInfo("perplexity: " + std::to_string(tokens.size()) + " tokens; chunks of " +
+          std::to_string(a.options.ctx) + ", the second half of each scored");
+  auto r = Perplexity(*loaded->model, **backend, tokens, a.options, [](int done, int, double ppl) {
+    std::printf("%s[%d]%.4f", done > 1 ? "," : "", done, ppl);
+    std::fflush(stdout);
+  });
+  if (!r.ok()) return fail(r.status());
+  std::printf("\nFinal estimate: PPL = %.4f (%d chunks of %d, %lld tokens scored)\n", r->ppl(),
+              r->chunks, a.options.ctx, static_cast<long long>(r->scored));
+  if (!a.json_path.empty()) {
+    nlohmann::ordered_json j;
+    j["ppl"] = r->ppl();
+    j["chunks"] = r->chunks;
+    j["ctx"] = a.options.ctx;
+    j["tokens"] = tokens.size();
+    j["tokens_scored"] = r->scored;
+    j["nll_sum"] = r->nll_sum;
+    j["running"] = r->running_ppl;
+    std::ofstream f(a.json_path);
+    f << j.dump(2) << "\n";
+    if (!f) return fail(IoError("cannot write " + a.json_path));
+  }
+  return 0;
+}
+
+}  // namespace
+
+RunFn AddPerplexityCommand(CLI::App& app) {
+  auto a = std::make_shared<PerplexityArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "perplexity", "Perplexity of a text file (llama-perplexity's protocol: chunks of --ctx, "
+                    "the second half of each scored)");
+  AddModelOptions(sub, &a->model);
+  sub->add_option("--file", a->file, "The text (UTF-8)")->required();
+  sub->add_option("--ctx", a->options.ctx, "Tokens per chunk (512)");
+  sub->add_option("--chunks", a->options.max_chunks, "Most chunks to run (0: all)");
+  sub->add_option("--batch", a->options.batch, "Tokens per forward pass inside a chunk (128)");
+  sub->add_option("--json", a->json_path, "Also write the result as JSON here");
+  return [a] { return Run(*a); };
+}
+
+}  // namespace g4::cli
