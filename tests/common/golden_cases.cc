@@ -14,6 +14,7 @@ std::vector<GoldenCase> FindGoldenCases() {
   const std::pair<std::string, std::string> roots[] = {
       {"golden", SharedGoldenDir()},
       {"hf", std::string(G4_SOURCE_DIR) + "/tests/data/hf"},
+      {"hf-gemma3", std::string(G4_SOURCE_DIR) + "/tests/data/hf-gemma3"},
   };
   for (const auto& [label, root] : roots) {
     std::error_code ec;

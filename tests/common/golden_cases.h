@@ -1,5 +1,6 @@
-// Discovery and loading of golden cases: ../shared/golden/<case>/ (NumPy float64 reference)
-// and tests/data/hf/<case>/ (Hugging Face transformers, fp32). Each case folder holds a
+// Discovery and loading of golden cases: ../shared/golden/<case>/ (NumPy float64 reference),
+// tests/data/hf/<case>/ (Gemma 4) and tests/data/hf-gemma3/<case>/ (Gemma 3) (Hugging Face
+// transformers, fp32). Each case folder holds a
 // checkpoint, input_ids.json, logits.f32 [T, vocab] and meta.json (tolerance, argmax).
 #pragma once
 
@@ -11,7 +12,7 @@
 namespace g4::testing {
 
 struct GoldenCase {
-  std::string name;  // "golden/tiny-short", "hf/hf-e2b-like"
+  std::string name;  // "golden/tiny-short", "hf/hf-e2b-like", "hf-gemma3/hf-gemma3-270m-like"
   std::string dir;
 };
 

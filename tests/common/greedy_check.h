@@ -36,11 +36,13 @@ inline void ExpectCachedGreedyMatchesGolden(const CausalLM& model, Backend& back
   const int64_t V = model.info().vocab_size;
   const std::vector<float> step_ref = ReadF32File(dir + "/greedy_logits.f32");
   const std::vector<int32_t> prompt = ReadIds(dir + "/input_ids.json");
-  auto cache = SequenceKvCache::Create(model.info().layers, 256, backend.memory());
+  const auto& expected = meta["greedy"]["ids"];
+  auto cache = SequenceKvCache::Create(model.info().layers,
+                                       static_cast<int>(prompt.size() + expected.size() + 1),
+                                       backend.memory());
   ASSERT_TRUE(cache.ok());
   auto logits = Prefill(model, backend, **cache, prompt, 5);
   ASSERT_TRUE(logits.ok()) << logits.status().ToString();
-  const auto& expected = meta["greedy"]["ids"];
   for (size_t k = 0; k < expected.size(); ++k) {
     const std::vector<float> ref_row(step_ref.begin() + k * V, step_ref.begin() + (k + 1) * V);
     EXPECT_LE(MaxDiff(*logits, ref_row), tol) << "step " << k;

@@ -10,6 +10,7 @@
 #include "common/protected_memory.h"
 #include "common/temp_path.h"
 #include "model/gemma4/model.h"
+#include "model/registry.h"
 #include "model/gemma4/synthetic.h"
 #include "runtime/prefill.h"
 
@@ -82,7 +83,7 @@ TEST(GoldenGreedyTest, CachedGreedyContinuationsMatch) {
     SCOPED_TRACE(gc.name);
     const auto meta = testing::ReadJson(gc.dir + "/meta.json");
     if (!meta.contains("greedy")) continue;
-    auto model = Gemma4Model::Load(gc.dir);
+    auto model = LoadCausalLM(gc.dir);
     ASSERT_TRUE(model.ok()) << model.status().ToString();
     const double tol = meta["tolerance"]["fp32_engine"]["max_abs_diff"].get<double>();
     testing::ExpectCachedGreedyMatchesGolden(**model, backend, gc.dir, meta, tol);

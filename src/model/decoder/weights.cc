@@ -63,11 +63,15 @@ void AppendLayerTensors(const LayerConfig& l, int64_t H, LayerWeights* lw,
 }
 
 StatusOr<std::string> FindTextPrefix(const WeightStore& store, const std::string& probe) {
-  for (const char* prefix : {"model.language_model.", "model."}) {
+  // Multimodal checkpoints: transformers >= 4.52 names the text decoder
+  // "model.language_model."; released Gemma 3 files (and transformers' saves of them) keep the
+  // older "language_model.model.". Text-only checkpoints: "model.".
+  for (const char* prefix : {"model.language_model.", "language_model.model.", "model."}) {
     if (store.Find(std::string(prefix) + probe)) return std::string(prefix);
   }
-  return NotFound("missing tensor model.language_model." + probe + " (also looked for model." +
-                  probe + "): not a text checkpoint of this architecture?");
+  return NotFound("missing tensor model.language_model." + probe + " (also looked for " +
+                  "language_model.model." + probe + " and model." + probe +
+                  "): not a text checkpoint of this architecture?");
 }
 
 namespace {

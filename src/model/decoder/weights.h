@@ -84,8 +84,8 @@ void AppendLayerTensors(const LayerConfig& l, int64_t hidden, LayerWeights* lw,
                         std::vector<TensorSlot>* slots);
 
 // The prefix of the text decoder's tensors in a safetensors checkpoint: "model.language_model."
-// (multimodal checkpoints) or "model." (text-only), found by looking for `probe` (a slot name,
-// e.g. "embed_tokens.weight") under each.
+// or "language_model.model." (multimodal checkpoints) or "model." (text-only), found by looking
+// for `probe` (a slot name, e.g. "embed_tokens.weight") under each.
 StatusOr<std::string> FindTextPrefix(const WeightStore& store, const std::string& probe);
 
 // Binds every required slot of `slots` from `checkpoint`, checking presence, dtype and exact

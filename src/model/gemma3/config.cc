@@ -61,9 +61,12 @@ StatusOr<RopeConfig> ApplyRopeScaling(const hf::Fields& f, RopeConfig r) {
 StatusOr<ModelConfig> ParseGemma3Config(const json& config, const json* generation_config,
                                         const std::string& source) {
   if (!config.is_object()) return InvalidArgument(source + ": not a JSON object");
-  const std::string top_type = config.contains("model_type") && config["model_type"].is_string()
-                                   ? config["model_type"].get<std::string>()
-                                   : "";
+  std::string top_type = config.contains("model_type") && config["model_type"].is_string()
+                             ? config["model_type"].get<std::string>()
+                             : "";
+  if (top_type.empty()) {  // an old config named only by "architectures" (model/registry.h)
+    top_type = config.contains("text_config") ? "gemma3" : "gemma3_text";
+  }
   const json* text = &config;
   std::string where = source + ": ";
   if (top_type == "gemma3") {

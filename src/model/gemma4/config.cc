@@ -82,9 +82,13 @@ StatusOr<ModelConfig> ParseGemma4Config(const json& config, const json* generati
                                        const std::string& source) {
   if (!config.is_object()) return InvalidArgument(source + ": not a JSON object");
   ModelConfig c;
-  const std::string top_type =
-      config.contains("model_type") && config["model_type"].is_string()
-          ? config["model_type"].get<std::string>() : "";
+  std::string top_type = config.contains("model_type") && config["model_type"].is_string()
+                             ? config["model_type"].get<std::string>()
+                             : "";
+  if (top_type.empty() && config.contains("architectures")) {
+    // An old config named only by "architectures" (model/registry.h matched it).
+    top_type = config.contains("text_config") ? "gemma4" : "gemma4_text";
+  }
   const json* text = &config;
   std::string where = source + ": ";
   if (top_type == "gemma4") {
