@@ -32,6 +32,8 @@ function(g4_test_suite dir)
   list(FILTER srcs EXCLUDE REGEX "/tests/kernels/cuda/")
   # tests/model/gguf_model_test.cc needs the gguf_fixtures ctest fixture (CMakeLists.txt).
   list(FILTER srcs EXCLUDE REGEX "/tests/model/gguf_model_test.cc$")
+  # tests/model/gemma3_real_test.cc needs the gemma3_reference ctest fixture (CMakeLists.txt).
+  list(FILTER srcs EXCLUDE REGEX "/tests/model/gemma3_real_test.cc$")
   if(NOT srcs)
     return()
   endif()

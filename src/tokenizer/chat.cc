@@ -1,7 +1,9 @@
 // RenderChat: the Gemma 4 chat template (see chat.h) written out in C++. Each step names the part
-// of the template it reproduces, since the output must match the template's text exactly.
+// of the template it reproduces, since the output must match the template's text exactly. The
+// other formats are dispatched to from here (chat_gemma3.h; none is refused).
 #include "tokenizer/chat.h"
 
+#include "tokenizer/chat_gemma3.h"
 #include "tokenizer/gemma4_tokens.h"
 #include "tokenizer/tool_syntax.h"
 
@@ -127,8 +129,10 @@ std::string StripThinking(std::string_view text) {
   return std::string(Trim(out));
 }
 
-StatusOr<std::string> RenderChat(const json& messages, const json& tools,
-                                 const ChatOptions& options) {
+namespace {
+
+StatusOr<std::string> RenderGemma4Chat(const json& messages, const json& tools,
+                                       const ChatOptions& options) {
   if (!messages.is_array()) return InvalidArgument("messages must be an array");
   if (!tools.is_null() && !tools.is_array()) return InvalidArgument("tools must be an array");
   std::vector<std::string> roles;
@@ -279,6 +283,23 @@ StatusOr<std::string> RenderChat(const json& messages, const json& tools,
     }
   }
   return out;
+}
+
+}  // namespace
+
+StatusOr<std::string> RenderChat(const json& messages, const json& tools,
+                                 const ChatOptions& options) {
+  switch (options.style.format) {
+    case ChatFormat::kGemma4:
+      return RenderGemma4Chat(messages, tools, options);
+    case ChatFormat::kGemma3:
+      return RenderGemma3Chat(messages, tools, options);
+    case ChatFormat::kNone:
+      break;
+  }
+  return FailedPrecondition("the model has no chat template (" + options.style.source +
+                            "), so chat messages cannot be rendered; only /v1/completions "
+                            "(a raw prompt) can be used");
 }
 
 }  // namespace g4

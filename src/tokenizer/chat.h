@@ -1,7 +1,10 @@
-// The Gemma 4 chat format: rendering OpenAI-style messages into the prompt text the released
-// chat template produces (gemma4.md §4.3), and parsing the model's answer back into reasoning,
-// content and tool calls (server-api.md §14).
+// Chat formats: rendering OpenAI-style messages into the prompt text a model's released chat
+// template produces, and parsing the model's answer back into reasoning, content and tool calls
+// (server-api.md §14). Three formats (ChatFormat): Gemma 4 (below, the default), Gemma 3
+// (chat_gemma3.cc: "<start_of_turn>user\n...<end_of_turn>\n", no tools, no thinking), and none
+// for a model that ships no chat template (RenderChat refuses; only raw completions work).
 //
+// Gemma 4 (gemma4.md §4.3):
 // Rendering follows the current E2B/E4B chat_template.jinja: "<bos>"; a leading system turn when
 // thinking is on, tools are declared or the first message is system/developer ("<|think|>\n",
 // the trimmed system text, one "<|tool>declaration:...<tool|>" per tool); then
@@ -30,24 +33,38 @@
 
 namespace g4 {
 
+enum class ChatFormat {
+  kGemma4,  // "<|turn>user\n...<turn|>\n", tools, thinking (the flags below apply)
+  kGemma3,  // "<start_of_turn>user\n...<end_of_turn>\n", Google's Gemma 3 template
+  kNone,    // no chat template: RenderChat fails with FailedPrecondition
+};
+
+// "gemma4", "gemma3", "none" (for logs and /v1/models).
+std::string_view ChatFormatName(ChatFormat format);
+
 struct ChatStyle {
-  // 26B/31B form: with thinking off, the generation prompt pre-closes an empty thought block.
+  ChatFormat format = ChatFormat::kGemma4;
+  // Gemma 4 only. 26B/31B form: with thinking off, the generation prompt pre-closes an empty
+  // thought block.
   bool empty_thought_in_generation_prompt = false;
-  // "<|think|>\n" (current templates) or "<|think|>" (earlier revisions).
+  // Gemma 4 only. "<|think|>\n" (current templates) or "<|think|>" (earlier revisions).
   bool newline_after_think = true;
   // How the style was chosen, for logs: "chat_template.jinja", "config.json (...)", "default".
   std::string source = "default";
 };
 
-// The style a chat template's text implies: the empty-thought form if the template writes
-// '<|channel>thought\n<channel|>' (as Jinja source, "\n" escaped or not); no newline after
-// <|think|> if it writes '<|think|>' immediately closed by a quote.
+// The style a chat template's text implies. A template that writes "<|turn>" is Gemma 4: the
+// empty-thought form if it writes '<|channel>thought\n<channel|>' (as Jinja source, "\n" escaped
+// or not); no newline after <|think|> if it writes '<|think|>' immediately closed by a quote.
+// Otherwise one that writes "<start_of_turn>" is Gemma 3. Any other text: Gemma 4 as above.
 ChatStyle ChatStyleFromTemplate(std::string_view jinja);
 
 // Reads model_dir/chat_template.jinja, else tokenizer_config.json's "chat_template" (a string,
-// or a list of {name, template} where "default" is used); without a template, config.json
-// decides: per-layer embeddings (hidden_size_per_layer_input > 0) mean E2B/E4B (plain prompt),
-// otherwise the large-model form. Without any of these: the E2B/E4B form.
+// or a list of {name, template} where "default" is used), and decides by ChatStyleFromTemplate.
+// Without a template, config.json decides: a model_type starting with "gemma3" (gemma3,
+// gemma3_text) has no chat format (ChatFormat::kNone); otherwise Gemma 4, per-layer embeddings
+// (hidden_size_per_layer_input > 0) meaning E2B/E4B (plain prompt), else the large-model form.
+// Without any of these files: the Gemma 4 E2B/E4B form.
 StatusOr<ChatStyle> DetectChatStyle(const std::string& model_dir);
 
 struct ChatOptions {
@@ -61,6 +78,16 @@ struct ChatOptions {
 // "function": {"name", "arguments": JSON string or object}}], "tool_call_id", "name",
 // "reasoning_content" | "reasoning"}. `tools`: null or an array of OpenAI tools.
 // InvalidArgument naming the message for malformed input.
+//
+// options.style.format picks the format. kGemma3 renders what Google's Gemma 3 template renders
+// (checked against it with Python Jinja): "<bos>", then "<start_of_turn>{user|model}\n{trimmed
+// content}<end_of_turn>\n" per message, the first system (or developer) message's text, as is,
+// plus "\n\n" in front of the first user turn's content, and "<start_of_turn>model\n" as the
+// generation prompt. Like the template it requires user/assistant alternation starting with a
+// user message (a later system message takes an assistant's place), and renders image parts as
+// "<start_of_image>". It refuses tools, tool_calls and tool messages (Gemma 3 has no tool syntax)
+// and null content with InvalidArgument; enable_thinking is ignored. kNone: FailedPrecondition
+// ("... has no chat template ...; use /v1/completions").
 StatusOr<std::string> RenderChat(const nlohmann::json& messages, const nlohmann::json& tools,
                                  const ChatOptions& options);
 

@@ -1,6 +1,7 @@
-// DetectChatStyle: which generation prompt a checkpoint expects, decided from its own chat
-// template (the E2B/E4B and 26B/31B templates differ exactly there, gemma4.md §4.3), falling back
-// to the architecture in config.json when no template ships.
+// DetectChatStyle: which chat format a checkpoint expects (Gemma 4, Gemma 3 or none) and, for
+// Gemma 4, which generation prompt (the E2B/E4B and 26B/31B templates differ exactly there,
+// gemma4.md §4.3), decided from its own chat template, falling back to config.json when no
+// template ships.
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -10,8 +11,25 @@
 
 namespace g4 {
 
+std::string_view ChatFormatName(ChatFormat format) {
+  switch (format) {
+    case ChatFormat::kGemma4:
+      return "gemma4";
+    case ChatFormat::kGemma3:
+      return "gemma3";
+    case ChatFormat::kNone:
+      return "none";
+  }
+  return "unknown";
+}
+
 ChatStyle ChatStyleFromTemplate(std::string_view jinja) {
   ChatStyle style;
+  if (jinja.find("<|turn>") == std::string_view::npos &&
+      jinja.find("<start_of_turn>") != std::string_view::npos) {
+    style.format = ChatFormat::kGemma3;
+    return style;
+  }
   style.empty_thought_in_generation_prompt =
       jinja.find("<|channel>thought\\n<channel|>") != std::string_view::npos ||
       jinja.find("<|channel>thought\n<channel|>") != std::string_view::npos;
@@ -69,6 +87,14 @@ StatusOr<ChatStyle> DetectChatStyle(const std::string& model_dir) {
                             ? text["hidden_size_per_layer_input"].get<int64_t>()
                             : 0;
     ChatStyle style;
+    const auto type = cfg.is_object() ? cfg.find("model_type") : cfg.end();
+    if (type != cfg.end() && type->is_string() &&
+        type->get_ref<const std::string&>().rfind("gemma3", 0) == 0) {
+      style.format = ChatFormat::kNone;
+      style.source = cfg_path.string() + " (model_type " + type->get<std::string>() +
+                     " without a chat template)";
+      return style;
+    }
     style.empty_thought_in_generation_prompt = ple <= 0;
     style.source = cfg_path.string() + (ple > 0 ? " (per-layer embeddings: E2B/E4B form)"
                                                 : " (no per-layer embeddings: 26B/31B form)");

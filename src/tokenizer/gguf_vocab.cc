@@ -6,44 +6,40 @@
 #include <unordered_map>
 
 #include "tokenizer/gemma4_tokens.h"
+#include "tokenizer/gguf_vocab_common.h"
+#include "tokenizer/spm_vocab.h"
 
 namespace g4 {
 namespace {
 
 using gguf::ValueType;
-
-constexpr const char* kModelKey = "tokenizer.ggml.model";
-constexpr const char* kTokensKey = "tokenizer.ggml.tokens";
-constexpr const char* kScoresKey = "tokenizer.ggml.scores";
-constexpr const char* kTypesKey = "tokenizer.ggml.token_type";
-constexpr const char* kMergesKey = "tokenizer.ggml.merges";
-constexpr const char* kBosKey = "tokenizer.ggml.bos_token_id";
-constexpr const char* kEosKey = "tokenizer.ggml.eos_token_id";
-constexpr const char* kPadKey = "tokenizer.ggml.padding_token_id";
-constexpr const char* kUnkKey = "tokenizer.ggml.unknown_token_id";
-constexpr const char* kMaskKey = "tokenizer.ggml.mask_token_id";
-constexpr const char* kAddBosKey = "tokenizer.ggml.add_bos_token";
-constexpr const char* kAddSpaceKey = "tokenizer.ggml.add_space_prefix";
-constexpr const char* kTemplateKey = "tokenizer.chat_template";
+using gguf_vocab::ArrayOf;
+using gguf_vocab::IsBytePiece;
+using gguf_vocab::KeyError;
+using gguf_vocab::OptionalBool;
+using gguf_vocab::OptionalId;
+using gguf_vocab::kAddBosKey;
+using gguf_vocab::kAddSpaceKey;
+using gguf_vocab::kArchitectureKey;
+using gguf_vocab::kBosKey;
+using gguf_vocab::kEosKey;
+using gguf_vocab::kMaskKey;
+using gguf_vocab::kMergesKey;
+using gguf_vocab::kModelKey;
+using gguf_vocab::kPadKey;
+using gguf_vocab::kScoresKey;
+using gguf_vocab::kTemplateKey;
+using gguf_vocab::kTokensKey;
+using gguf_vocab::kTypesKey;
+using gguf_vocab::kUnkKey;
+// Token types.
+using gguf_vocab::kByte;
+using gguf_vocab::kControl;
+using gguf_vocab::kNormal;
+using gguf_vocab::kUserDefined;
 
 constexpr std::string_view kSpace = " ";
 constexpr std::string_view kSpaceSymbol = "\xE2\x96\x81";  // U+2581 "▁"
-
-enum TokenType : int32_t {
-  kNormal = 1,
-  kUnknown = 2,
-  kControl = 3,
-  kUserDefined = 4,
-  kUnused = 5,
-  kByte = 6,
-};
-
-bool IsBytePiece(std::string_view p) {
-  auto hex = [](char c) {
-    return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'F') || (c >= 'a' && c <= 'f');
-  };
-  return p.size() == 6 && p.substr(0, 3) == "<0x" && p[5] == '>' && hex(p[3]) && hex(p[4]);
-}
 
 // Gemma 4's control-token names that a GGUF may type user-defined.
 bool IsGemma4ControlName(std::string_view s) {
@@ -53,75 +49,21 @@ bool IsGemma4ControlName(std::string_view s) {
   return s == gemma4::kBos || s == gemma4::kEos || s == gemma4::kPad || s == gemma4::kUnk;
 }
 
-std::string KeyError(const GgufFile& f, const char* key, const std::string& what) {
-  return f.path() + ": " + key + " " + what;
-}
-
-// An array value of element type `elem` (NotFound if absent, InvalidArgument if not so typed).
-StatusOr<const GgufValue*> ArrayOf(const GgufFile& f, const char* key, ValueType elem) {
-  const GgufValue* v = f.FindValue(key);
-  if (v == nullptr) return NotFound(KeyError(f, key, "is missing"));
-  if (v->type != ValueType::kArray || v->elem_type != elem) {
-    std::string found = gguf::ValueTypeName(v->type);
-    if (v->type == ValueType::kArray) found += std::string(" of ") + gguf::ValueTypeName(v->elem_type);
-    return InvalidArgument(KeyError(f, key, std::string("must be an array of ") +
-                                                gguf::ValueTypeName(elem) + ", found " + found));
-  }
-  return v;
-}
-
-// An optional token id: -1 when absent; InvalidArgument when mistyped or outside [0, n).
-StatusOr<int32_t> OptionalId(const GgufFile& f, const char* key, int64_t n) {
-  if (!f.Has(key)) return -1;
-  G4_ASSIGN_OR_RETURN(int64_t id, f.GetInt(key));
-  if (id < 0 || id >= n) {
-    return InvalidArgument(KeyError(f, key, "= " + std::to_string(id) +
-                                                " is outside the vocabulary of " +
-                                                std::to_string(n) + " tokens"));
-  }
-  return static_cast<int32_t>(id);
-}
-
-}  // namespace
-
-StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromGguf(const GgufFile& f) {
-  if (!f.Has(kModelKey)) return NotFound(KeyError(f, kModelKey, "is missing"));
-  G4_ASSIGN_OR_RETURN(std::string model, f.GetString(kModelKey));
-  if (model != "gemma4") {
-    return Unimplemented(KeyError(f, kModelKey, "is '" + model +
-                                                    "'; g4 reads only the 'gemma4' tokenizer"));
-  }
-  G4_ASSIGN_OR_RETURN(const GgufValue* tokens, ArrayOf(f, kTokensKey, ValueType::kString));
+// tokenizer.ggml.model = "gemma4": the token list plus "left right" merges in rank order.
+StatusOr<std::unique_ptr<Tokenizer>> Gemma4TokenizerFromGguf(const GgufFile& f) {
+  G4_ASSIGN_OR_RETURN(const GgufValue* tokens, gguf_vocab::ReadTokens(f));
   G4_ASSIGN_OR_RETURN(const GgufValue* merges, ArrayOf(f, kMergesKey, ValueType::kString));
-  const GgufValue* types = f.FindValue(kTypesKey);
-  if (types == nullptr) return NotFound(KeyError(f, kTypesKey, "is missing"));
-  if (types->type != ValueType::kArray ||
-      (types->elem_type != ValueType::kI32 && types->elem_type != ValueType::kU32)) {
-    return InvalidArgument(KeyError(f, kTypesKey, "must be an array of i32"));
-  }
   const int64_t n = static_cast<int64_t>(tokens->strs.size());
-  if (n == 0 || n > INT32_MAX) {
-    return InvalidArgument(KeyError(f, kTokensKey, "holds " + std::to_string(n) + " tokens"));
-  }
-  if (static_cast<int64_t>(types->ints.size()) != n) {
-    return InvalidArgument(KeyError(f, kTypesKey, "has " + std::to_string(types->ints.size()) +
-                                                      " entries for " + std::to_string(n) +
-                                                      " tokens"));
-  }
-  if (f.Has(kAddSpaceKey)) {
-    G4_ASSIGN_OR_RETURN(bool add_space, f.GetBool(kAddSpaceKey));
-    if (add_space) {
-      return Unimplemented(KeyError(f, kAddSpaceKey, "is true; gemma4 tokenizers add no prefix"));
-    }
+  G4_ASSIGN_OR_RETURN(const GgufValue* types, gguf_vocab::ReadTokenTypes(f, n));
+  G4_ASSIGN_OR_RETURN(bool add_space, OptionalBool(f, kAddSpaceKey, false));
+  if (add_space) {
+    return Unimplemented(KeyError(f, kAddSpaceKey, "is true; gemma4 tokenizers add no prefix"));
   }
   G4_ASSIGN_OR_RETURN(int32_t bos, OptionalId(f, kBosKey, n));
   G4_ASSIGN_OR_RETURN(int32_t eos, OptionalId(f, kEosKey, n));
   G4_ASSIGN_OR_RETURN(int32_t pad, OptionalId(f, kPadKey, n));
   G4_ASSIGN_OR_RETURN(int32_t unk, OptionalId(f, kUnkKey, n));
-  bool add_bos = true;
-  if (f.Has(kAddBosKey)) {
-    G4_ASSIGN_OR_RETURN(add_bos, f.GetBool(kAddBosKey));
-  }
+  G4_ASSIGN_OR_RETURN(bool add_bos, OptionalBool(f, kAddBosKey, true));
 
   TokenizerJson json;
   json.vocab.reserve(static_cast<size_t>(n));
@@ -130,17 +72,18 @@ StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromGguf(const GgufFile& f) {
     json.vocab.emplace_back(piece, static_cast<int32_t>(id));
     const int64_t type = types->ints[id];
     switch (type) {
-      case kNormal:
-      case kByte:
+      case gguf_vocab::kNormal:
+      case gguf_vocab::kByte:
         break;
-      case kUnknown:
-      case kControl:
-      case kUserDefined:
-      case kUnused: {
+      case gguf_vocab::kUnknown:
+      case gguf_vocab::kControl:
+      case gguf_vocab::kUserDefined:
+      case gguf_vocab::kUnused: {
         AddedTokenSpec a;
         a.id = static_cast<int32_t>(id);
         a.content = piece;
-        a.special = type == kControl || type == kUnknown || IsGemma4ControlName(piece);
+        a.special = type == gguf_vocab::kControl || type == gguf_vocab::kUnknown ||
+                    IsGemma4ControlName(piece);
         if (piece.empty()) {
           return InvalidArgument(KeyError(f, kTokensKey, "has an empty control/user-defined "
                                                          "token at id " + std::to_string(id)));
@@ -168,12 +111,7 @@ StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromGguf(const GgufFile& f) {
   }
   json.merges_as_strings = true;
   if (unk >= 0) json.unk_token = std::string(tokens->strs[unk]);
-  json.byte_fallback = true;
-  json.fuse_unk = true;
-  json.normalizer = {{std::string(kSpace), std::string(kSpaceSymbol)}};
-  json.split_after = std::string(kSpace);
-  json.decoder_replacements = {{std::string(kSpaceSymbol), std::string(kSpace)}};
-  json.decoder_byte_fallback = true;
+  gguf_vocab::SetGemmaPipeline(&json);
 
   G4_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> t, Tokenizer::FromJson(json, f.path()));
   // The vocabulary's default names and stop set, overridden by the ids the file states.
@@ -190,6 +128,18 @@ StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromGguf(const GgufFile& f) {
   return t;
 }
 
+}  // namespace
+
+StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromGguf(const GgufFile& f) {
+  if (!f.Has(kModelKey)) return NotFound(KeyError(f, kModelKey, "is missing"));
+  G4_ASSIGN_OR_RETURN(std::string model, f.GetString(kModelKey));
+  if (model == "gemma4") return Gemma4TokenizerFromGguf(f);
+  if (model == "llama") return SpmTokenizerFromGguf(f);
+  return Unimplemented(KeyError(f, kModelKey, "is '" + model +
+                                                  "'; g4 reads the 'gemma4' (BPE with merges) and "
+                                                  "'llama' (SentencePiece, Gemma 1-3) tokenizers"));
+}
+
 StatusOr<ChatStyle> ChatStyleFromGguf(const GgufFile& f) {
   if (f.Has(kTemplateKey)) {
     G4_ASSIGN_OR_RETURN(std::string text, f.GetString(kTemplateKey));
@@ -197,8 +147,17 @@ StatusOr<ChatStyle> ChatStyleFromGguf(const GgufFile& f) {
     style.source = f.path() + " " + kTemplateKey;
     return style;
   }
-  constexpr const char* kPleKey = "gemma4.embedding_length_per_layer_input";
+  std::string arch = "gemma4";
+  if (f.Has(kArchitectureKey)) {
+    G4_ASSIGN_OR_RETURN(arch, f.GetString(kArchitectureKey));
+  }
   ChatStyle style;
+  if (arch != "gemma4") {
+    style.format = ChatFormat::kNone;
+    style.source = f.path() + " (no " + kTemplateKey + ", " + kArchitectureKey + " = " + arch + ")";
+    return style;
+  }
+  constexpr const char* kPleKey = "gemma4.embedding_length_per_layer_input";
   if (f.Has(kPleKey)) {
     G4_ASSIGN_OR_RETURN(int64_t ple, f.GetInt(kPleKey));
     style.empty_thought_in_generation_prompt = ple <= 0;

@@ -1,15 +1,18 @@
-// Gemma 4 tokenizer <-> GGUF metadata (`tokenizer.ggml.*`, ../shared/spec/peers.md §1.2, §1.5,
-// formats.md §2.4). A GGUF file with tokenizer.ggml.model = "gemma4" carries the same BPE that
-// tokenizer.json describes: the token list (id = index), "left right" merges in rank order, and
-// a type per token. The pipeline around the BPE is fixed for this model type (" " -> "▁"
-// normalizer, newline-run split, byte fallback to <0xNN>, "▁" -> " " on decode), so it is
-// rebuilt here rather than stored.
+// Gemma tokenizers <-> GGUF metadata (`tokenizer.ggml.*`, ../shared/spec/peers.md §1.2, §1.5,
+// formats.md §2.4). Two tokenizer models are read (tokenizer.ggml.model):
+//   "gemma4": the same BPE that tokenizer.json describes: the token list (id = index), "left
+//             right" merges in rank order, and a type per token (below);
+//   "llama":  SentencePiece BPE (Gemma 1-3): tokens with scores and types, no merges; the merges
+//             are derived from the scores (spm_vocab.h).
+// The pipeline around the BPE is fixed for both (" " -> "▁" normalizer, newline-run split, byte
+// fallback to <0xNN>, "▁" -> " " on decode), so it is rebuilt here rather than stored.
 //
 // Token types (llama.cpp's): 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte.
-//   reading: control and unknown -> special added tokens; user-defined and unused -> added
-//            tokens, special when the text is one of Gemma 4's control-token names (llama.cpp's
-//            converter types the tool-call / channel markers user-defined); normal and byte ->
-//            plain pieces (byte pieces decode to their byte).
+//   reading "gemma4": control and unknown -> special added tokens; user-defined and unused ->
+//            added tokens, special when the text is one of Gemma 4's control-token names
+//            (llama.cpp's converter types the tool-call / channel markers user-defined); normal
+//            and byte -> plain pieces (byte pieces decode to their byte).
+//   reading "llama": see spm_vocab.h (control/unknown special, user-defined non-special).
 //   writing: special added -> control, other added -> user-defined, <0xNN> -> byte, rest normal.
 // So tokenizer.json -> GGUF -> Tokenizer gives the tokenizer tokenizer.json gives.
 #pragma once
@@ -27,14 +30,17 @@
 namespace g4 {
 
 // The tokenizer of a GGUF file, special ids from tokenizer.ggml.{bos,eos,padding,unknown}_token_id
-// (stops: EOS plus <turn|> and <|tool_response> when present, as for tokenizer.json). Errors name
-// the file and key: NotFound for a missing required key (tokens, token_type, merges, model),
-// InvalidArgument for a mistyped or inconsistent one, Unimplemented for a model other than
-// "gemma4".
+// (stops: EOS plus <turn|> and <|tool_response> when present, as for tokenizer.json; "llama":
+// EOS, <eos> and <end_of_turn>). Errors name the file and key: NotFound for a missing required key
+// (model, tokens, token_type, and merges for "gemma4" or scores for "llama"), InvalidArgument for
+// a mistyped or inconsistent one, Unimplemented for a model other than "gemma4" and "llama".
 StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromGguf(const GgufFile& file);
 
-// The chat style tokenizer.chat_template implies; without a template, per-layer embeddings
-// (gemma4.embedding_length_per_layer_input > 0) mean the E2B/E4B form, else the 26B/31B form.
+// The chat style tokenizer.chat_template implies (ChatStyleFromTemplate). Without a template:
+// general.architecture "gemma4" (or absent) keeps the Gemma 4 format, per-layer embeddings
+// (gemma4.embedding_length_per_layer_input > 0) meaning the E2B/E4B form, else the 26B/31B form;
+// any other architecture (gemma3: Google's base-model GGUFs carry no template) gets
+// ChatFormat::kNone, which RenderChat refuses.
 StatusOr<ChatStyle> ChatStyleFromGguf(const GgufFile& file);
 
 struct GgufTokenizerOptions {

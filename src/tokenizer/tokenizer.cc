@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cstring>
 #include <filesystem>
 
@@ -363,6 +364,22 @@ StatusOr<std::string> Tokenizer::Decode(std::span<const int32_t> ids,
     if (!s.ok()) return s.WithContext("decode: position " + std::to_string(i));
   }
   return out;
+}
+
+bool Tokenizer::IsWordToken(int32_t id) const {
+  if (id < 0 || id >= vocab_size() || kinds_[id] == TokenKind::kByte ||
+      kinds_[id] == TokenKind::kSpecial || kinds_[id] == TokenKind::kSpecialAsText) {
+    return false;
+  }
+  std::string_view text(decoded_.data() + decoded_begin_[id],
+                        decoded_begin_[id + 1] - decoded_begin_[id]);
+  while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+  if (text.empty()) return false;
+  for (const char ch : text) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if (c < 0x80 && !std::isalpha(c)) return false;
+  }
+  return true;
 }
 
 }  // namespace g4

@@ -81,6 +81,10 @@ class Tokenizer {
   // The id whose piece (or added-token text) is `piece`, or -1.
   int32_t TokenId(std::string_view piece) const { return pieces_.Find(piece); }
   TokenKind Kind(int32_t id) const { return kinds_[id]; }
+  // Whether id decodes to a word: after any leading spaces, one or more letters (ASCII letters
+  // or non-ASCII characters) and nothing else: " The", "ing", "été", "日本". Digits, spaces,
+  // punctuation, byte and special tokens are not words. The degeneracy check's word runs.
+  bool IsWordToken(int32_t id) const;
 
   const SpecialTokenIds& special_ids() const { return special_; }
   void set_special_ids(SpecialTokenIds ids) { special_ = std::move(ids); }

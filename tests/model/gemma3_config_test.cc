@@ -8,9 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
-#include <filesystem>
 
+#include "common/real_model.h"
 #include "loader/gguf.h"
 
 namespace g4 {
@@ -182,17 +181,8 @@ TEST(Gemma3ConfigTest, WhatG4DoesNotRunIsRefusedByName) {
 
 // The real checkpoint's metadata (../shared/spec/gemma3.md), when the file is on this machine.
 TEST(Gemma3ConfigTest, RealGgufMetadata) {
-  const char* env = std::getenv("G4_GEMMA3_GGUF");
-  const char* xdg = std::getenv("XDG_CACHE_HOME");
-  const char* home = std::getenv("HOME");
-  const std::string path =
-      env ? env
-          : (xdg ? std::string(xdg) : std::string(home ? home : "") + "/.cache") +
-                "/g4/models/gemma-3-270m-q4_k_m.gguf";
-  if (!std::filesystem::exists(path)) {
-    if (std::getenv("CI")) FAIL() << path << " is missing: scripts/setup.sh assembles it";
-    GTEST_SKIP() << path << " is missing (scripts/real_model.sh assembles it)";
-  }
+  const std::string path = testing::RealGemma3Path();
+  G4_REQUIRE_FILE(path, "scripts/real_model.sh assembles it; scripts/setup.sh runs that");
   auto f = GgufFile::Open(path);
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   auto c = Gemma3ConfigFromGguf(**f);

@@ -83,6 +83,7 @@ TEST(ApiErrorTest, ContextLengthMessagesAreVllms) {
 TEST(ApiErrorTest, FromStatus) {
   EXPECT_EQ(FromStatus(InvalidArgument("bad message")).status, 400);
   EXPECT_EQ(FromStatus(Unimplemented("no MoE")).status, 400);
+  EXPECT_EQ(FromStatus(g4::FailedPrecondition("no chat template")).status, 400);
   EXPECT_EQ(FromStatus(g4::NotFound("gone")).status, 404);
   EXPECT_EQ(FromStatus(g4::Internal("bug")).status, 500);
   EXPECT_EQ(FromStatus(IoError("disk")).status, 500);

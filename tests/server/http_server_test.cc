@@ -193,6 +193,20 @@ TEST_F(HttpServerTest, ConcurrentStreamsWithADepartingClientAndAMetricsPoller) {
   EXPECT_EQ(st.kv_bytes_in_use, 0);
 }
 
+// A route's own 404 (an unknown model) keeps its message; only an unrouted path is "no route".
+TEST_F(HttpServerTest, NotFoundSaysWhatWasNotFound) {
+  httplib::Client cli("127.0.0.1", server_->port());
+  auto r = cli.Post("/v1/completions", R"({"model":"other","prompt":"x","max_tokens":1})",
+                    "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  EXPECT_THAT(r->body, ::testing::HasSubstr("The model `other` does not exist."));
+  r = cli.Get("/v2/nothing");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  EXPECT_THAT(r->body, ::testing::HasSubstr("no route GET /v2/nothing"));
+}
+
 TEST_F(HttpServerTest, HalfSentRequestIsDroppedAfterTheReadTimeout) {
   const int fd = Connect();
   const std::string part =

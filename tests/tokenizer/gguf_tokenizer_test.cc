@@ -270,10 +270,16 @@ TEST(GgufTokenizerTest, MissingOrIllTypedKeysAreNamed) {
       {"tokenizer.ggml.token_type"});
   EXPECT_THAT(s.message(), HasSubstr("type 9 at id 5"));
   s = ReadWithEdit(
-      path, [](GgufMetadata* m) { m->SetString("tokenizer.ggml.model", "llama"); },
+      path, [](GgufMetadata* m) { m->SetString("tokenizer.ggml.model", "t5"); },
       {"tokenizer.ggml.model"});
   EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
-  EXPECT_THAT(s.message(), HasSubstr("tokenizer.ggml.model is 'llama'"));
+  EXPECT_THAT(s.message(), HasSubstr("tokenizer.ggml.model is 't5'"));
+  // "llama" (SentencePiece) is read too, and needs scores (gguf_spm_tokenizer_test.cc).
+  s = ReadWithEdit(
+      path, [](GgufMetadata* m) { m->SetString("tokenizer.ggml.model", "llama"); },
+      {"tokenizer.ggml.model"});
+  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+  EXPECT_THAT(s.message(), HasSubstr("tokenizer.ggml.scores is missing"));
   // A merge whose side is not a piece is the BPE builder's error, with the file named.
   s = ReadWithEdit(
       path,

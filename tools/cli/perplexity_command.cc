@@ -37,13 +37,15 @@ int Run(PerplexityArgs& a) {
   if (!model_tok.ok()) return fail(model_tok.status().WithContext("tokenizer of " + a.model.path));
   std::ifstream in(a.file, std::ios::binary);
   if (!in) return fail(NotFound("--file " + a.file + ": cannot be read"));
-  std::stringstream text;
-  text << in.rdbuf();
+  std::stringstream buf;
+  buf << in.rdbuf();
+  std::string text = buf.str();
+  if (!text.empty() && text.back() == '\n') text.pop_back();  // as llama-perplexity reads -f
   // As llama-perplexity tokenizes: BOS when the model adds one, special tokens as plain text.
   const Tokenizer& tok = *model_tok->tokenizer;
   const bool add_bos = tok.special_ids().add_bos_token && tok.special_ids().bos >= 0;
   const std::vector<int32_t> tokens =
-      tok.Encode(text.str(), EncodeOptions{/*parse_special=*/false, add_bos});
+      tok.Encode(text, EncodeOptions{/*parse_special=*/false, add_bos});
   a.options.bos = add_bos ? tok.special_ids().bos : -1;
   LogInfo("perplexity: " + std::to_string(tokens.size()) + " tokens; chunks of " +
           std::to_string(a.options.ctx) + ", the second half of each scored");

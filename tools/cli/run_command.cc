@@ -59,6 +59,8 @@ int Run(RunArgs& a) {
     return fail(InvalidArgument("prompt of " + std::to_string(prompt.size()) +
                                 " tokens is longer than the context of " + std::to_string(context)));
   }
+  const Tokenizer* words = tok->get();
+  options.degeneracy.is_word = [words](int32_t id) { return words->IsWordToken(id); };
   StreamDecoder decoder(**tok, DecodeOptions{true});
   GenerationCallbacks cb;
   cb.on_info = [](const std::string& line) { LogInfo(line); };

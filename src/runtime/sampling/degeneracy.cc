@@ -15,6 +15,7 @@ Status TooSmall(const char* field, int minimum, int value) {
 
 Status DegeneracyOptions::Validate() const {
   if (max_token_run < 2) return TooSmall("max_token_run", 2, max_token_run);
+  if (max_word_run < 2) return TooSmall("max_word_run", 2, max_word_run);
   if (max_ngram < 1) return TooSmall("max_ngram", 1, max_ngram);
   if (min_ngram_repeats < 2) return TooSmall("min_ngram_repeats", 2, min_ngram_repeats);
   if (min_ngram_span < 2) return TooSmall("min_ngram_span", 2, min_ngram_span);
@@ -23,6 +24,7 @@ Status DegeneracyOptions::Validate() const {
 
 DegeneracyDetector::DegeneracyDetector(DegeneracyOptions options) : options_(options) {
   options_.max_token_run = std::max(options_.max_token_run, 2);
+  options_.max_word_run = std::max(options_.max_word_run, 2);
   options_.max_ngram = std::max(options_.max_ngram, 1);
   options_.min_ngram_repeats = std::max(options_.min_ngram_repeats, 2);
   options_.min_ngram_span = std::max(options_.min_ngram_span, 2);
@@ -51,7 +53,9 @@ void DegeneracyDetector::Push(int32_t token) {
 
 void DegeneracyDetector::Check() {
   const int64_t run = matches_[1] + 1;
-  if (run >= options_.max_token_run) return Trip(1, run);
+  const int32_t last = ring_[(count_ - 1) % static_cast<int64_t>(ring_.size())];
+  const bool word = options_.is_word && run >= options_.max_word_run && options_.is_word(last);
+  if (run >= options_.max_token_run || word) return Trip(1, run);
   for (int p = 2; p <= options_.max_ngram; ++p) {
     const int64_t span = matches_[p] + p;
     const int64_t need = std::max<int64_t>(options_.min_ngram_span,

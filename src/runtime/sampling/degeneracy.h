@@ -5,7 +5,8 @@
 // prompt that repeats itself is the user's text, and `start` indexes the generated ids.
 //
 // Two rules, both on the tail of the generated ids:
-//   - a run of one id at least `max_token_run` long;
+//   - a run of one id at least `max_token_run` long, or `max_word_run` when the id is a word
+//     (DegeneracyOptions::is_word, the tokenizer's: letters only, after leading spaces);
 //   - a block of n ids (2 <= n <= max_ngram) repeated back to back, the repetition covering at
 //     least max(min_ngram_span, min_ngram_repeats * n) tokens.
 // A loop is reported under its shortest period (a run of one id is not also called a 2-gram),
@@ -18,6 +19,9 @@
 //     run or an 8-token whitespace run is far below. A stuck model repeats forever, so waiting
 //     for 32 instead of 16 costs 16 tokens once. Still trips on 128-bit and longer literals
 //     of one repeated digit (e.g. the 40-zero Ethereum null address): a known false positive.
+//   max_word_run = 16: a word token said 16 times in a row (" The The The ...", Gemma 3 270M's
+//     answer to "The capital of France is" without BOS) is never prose; runs of one id that are
+//     legitimate are digits, spaces and punctuation, which keep the longer limit.
 //   min_ngram_span = 48: legitimate short patterns do repeat back to back for a while: a
 //     markdown separator "|---|---|..." of 20 columns is 40 tokens of period 2, "0, 0, 0, ..."
 //     in an array initialiser row is similar. 48 tokens of a 2..12-token pattern with no
@@ -33,6 +37,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -43,9 +48,12 @@ namespace g4 {
 
 struct DegeneracyOptions {
   int max_token_run = 32;      // a run of one id this long trips
+  int max_word_run = 16;       // ... or this long when the id is a word (is_word)
   int max_ngram = 32;          // longest repeated block checked (1 = runs only)
   int min_ngram_repeats = 4;   // back-to-back copies a block needs
   int min_ngram_span = 48;     // tokens a repeated block must cover
+  // Whether an id spells a word (Tokenizer::IsWordToken); unset: every id gets max_token_run.
+  std::function<bool(int32_t)> is_word;
 
   // InvalidArgument naming the field when a value is out of range.
   Status Validate() const;

@@ -282,6 +282,10 @@ void Engine::Admit(std::deque<std::pair<EngineRequest, std::shared_ptr<RequestHa
         return text.ok() ? std::move(*text) : std::string();
       };
     }
+    if (tokenizer_ && !req.options.degeneracy.is_word) {  // word runs trip sooner
+      const Tokenizer* tok = tokenizer_;
+      req.options.degeneracy.is_word = [tok](int32_t id) { return tok->IsWordToken(id); };
+    }
     a->seq = std::make_unique<Sequence>(req.prompt, req.options, std::move(piece));
     a->stats.prompt_tokens = static_cast<int64_t>(req.prompt.size());
     a->req = std::move(req);

@@ -73,6 +73,7 @@ ApiError FromStatus(const Status& status, std::string param) {
   switch (status.code()) {
     case StatusCode::kInvalidArgument:
     case StatusCode::kUnimplemented:
+    case StatusCode::kFailedPrecondition:  // e.g. chat messages for a model with no template
       return BadRequest(status.message(), std::move(param));
     case StatusCode::kNotFound:
       return NotFound(status.message(), std::move(param));

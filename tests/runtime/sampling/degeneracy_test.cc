@@ -62,6 +62,26 @@ TEST(DegeneracyTest, TheTheTheAfterText) {
   EXPECT_THAT(d.verdict().reason, HasSubstr("token 576"));
 }
 
+// With the tokenizer's word test, a word repeated trips at max_word_run (16): Gemma 3 270M's
+// " France. The The The ..." (30 " The" in a 32-token answer) is flagged; a digit keeps 32.
+TEST(DegeneracyTest, WordRunsTripAtTheWordThreshold) {
+  const int32_t kThe = 669, kZero = 236771;
+  DegeneracyOptions o;
+  o.is_word = [](int32_t id) { return id == kThe; };
+  DegeneracyDetector d(o);
+  const int64_t trip = PushAll(d, Concat({7001, 236761}, Repeat({kThe}, 30)));
+  EXPECT_EQ(trip, 2 + 15);
+  EXPECT_EQ(d.verdict().start, 2);
+  EXPECT_EQ(d.verdict().reason, "token 669 repeated 16 times");
+  DegeneracyDetector digits(o);
+  EXPECT_EQ(PushAll(digits, Repeat({kZero}, 31)), -1);  // not a word: still 32
+  // Without the word test every id waits for max_token_run.
+  DegeneracyDetector plain;
+  EXPECT_EQ(PushAll(plain, Concat({7001, 236761}, Repeat({kThe}, 30))), -1);
+  o.max_word_run = 1;
+  EXPECT_THAT(o.Validate().message(), HasSubstr("max_word_run must be >= 2"));
+}
+
 TEST(DegeneracyTest, FourGramLoopTripsAt48TokensAndReportsTheBlock) {
   DegeneracyDetector d;
   const int64_t trip = PushAll(d, Concat(kPrefix, Repeat({10, 11, 12, 13}, 20)));

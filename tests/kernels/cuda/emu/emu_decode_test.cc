@@ -26,7 +26,7 @@
 #include "common/golden_cases.h"
 #include "common/greedy_check.h"
 #include "kernels/cuda/kernels.h"
-#include "model/gemma4/model.h"
+#include "model/registry.h"
 #include "runtime/prefill.h"
 #include "runtime/scheduler/engine.h"
 
@@ -38,11 +38,16 @@ using testing::MaxDiff;
 class EmuDecodeTest : public ::testing::TestWithParam<testing::GoldenCase> {};
 
 // Whether every layer's attention runs on the device (else a step cannot be recorded).
-bool AttentionAllOnDevice(const ModelConfig& c) {
-  for (const LayerConfig& l : c.layers) {
+bool AttentionAllOnDevice(const ModelInfo& c) {
+  for (const KvLayout& l : c.layers) {
     if (!cuda::AttentionOnDevice(l.head_dim)) return false;
   }
   return true;
+}
+
+// Positions a test's caches hold: the prompt and what the tests decode after it.
+int Ctx(const std::vector<int32_t>& prompt) {
+  return std::max(256, static_cast<int>(prompt.size()) + 64);
 }
 
 std::string CaseName(const ::testing::TestParamInfo<testing::GoldenCase>& info) {
@@ -54,18 +59,18 @@ std::string CaseName(const ::testing::TestParamInfo<testing::GoldenCase>& info) 
 TEST_P(EmuDecodeTest, CachedGreedyMatchesGoldenAndChunksMatchFullForward) {
   const testing::GoldenCase& gc = GetParam();
   const auto meta = testing::ReadJson(gc.dir + "/meta.json");
-  auto model = Gemma4Model::Load(gc.dir);
+  auto model = LoadCausalLM(gc.dir);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   Backend backend(BackendKind::kCuda, 1);
   if (!backend.status().ok()) GTEST_SKIP() << backend.status().message();
-  const ModelConfig& c = (*model)->config();
+  const ModelInfo& c = (*model)->info();
   const double tol = meta["tolerance"]["fp32_engine"]["max_abs_diff"].get<double>();
   const std::vector<int32_t> prompt = testing::ReadIds(gc.dir + "/input_ids.json");
 
   auto full = (*model)->Forward(backend, prompt);
   ASSERT_TRUE(full.ok()) << full.status().ToString();
   {
-    auto cache = SequenceKvCache::Create(KvLayouts(c), 256, backend.memory());
+    auto cache = SequenceKvCache::Create(c.layers, Ctx(prompt), backend.memory());
     ASSERT_TRUE(cache.ok());
     auto cached = Prefill(**model, backend, **cache, prompt, 3, /*all_logits=*/true);
     ASSERT_TRUE(cached.ok()) << cached.status().ToString();
@@ -80,19 +85,19 @@ TEST_P(EmuDecodeTest, CachedGreedyMatchesGoldenAndChunksMatchFullForward) {
 
 TEST_P(EmuDecodeTest, DecodeGraphsReplayWhatOpByOpComputes) {
   const testing::GoldenCase& gc = GetParam();
-  auto model = Gemma4Model::Load(gc.dir);
+  auto model = LoadCausalLM(gc.dir);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   Backend backend(BackendKind::kCuda, 1);
   if (!backend.status().ok()) GTEST_SKIP() << backend.status().message();
   ASSERT_TRUE(backend.can_capture());
-  const ModelConfig& c = (*model)->config();
+  const ModelInfo& c = (*model)->info();
   const std::vector<int32_t> prompt = testing::ReadIds(gc.dir + "/input_ids.json");
   StepGraphs graphs;
   // Prefills twin caches with `p` (blocks of `block` positions), then decodes `steps` greedy
   // tokens on both: op by op on one, through `graphs` on the other; the logits must be equal.
   auto decode = [&](std::span<const int32_t> p, int64_t block, int steps) {
-    auto op_cache = SequenceKvCache::Create(KvLayouts(c), 256, backend.memory(), block);
-    auto graph_cache = SequenceKvCache::Create(KvLayouts(c), 256, backend.memory(), block);
+    auto op_cache = SequenceKvCache::Create(c.layers, Ctx(prompt), backend.memory(), block);
+    auto graph_cache = SequenceKvCache::Create(c.layers, Ctx(prompt), backend.memory(), block);
     ASSERT_TRUE(op_cache.ok() && graph_cache.ok());
     auto want = Prefill(**model, backend, **op_cache, p, 5);
     auto got = Prefill(**model, backend, **graph_cache, p, 5);
@@ -101,7 +106,7 @@ TEST_P(EmuDecodeTest, DecodeGraphsReplayWhatOpByOpComputes) {
       SCOPED_TRACE("step " + std::to_string(k));
       const int32_t next[] = {static_cast<int32_t>(
           std::max_element(want->begin(), want->end()) - want->begin())};
-      Gemma4Model::ForwardOptions o;
+      CausalLM::ForwardOptions o;
       o.start_pos = (*op_cache)->size();
       o.cache = op_cache->get();
       o.last_logits_only = true;
@@ -132,9 +137,9 @@ TEST_P(EmuDecodeTest, DecodeGraphsReplayWhatOpByOpComputes) {
     EXPECT_EQ(st.op_by_op, 1);
     EXPECT_GE(st.recorded, first.recorded + 1);
     EXPECT_GE(st.replayed, first.replayed + 1);
-    EXPECT_GT(st.ops_per_step, c.num_layers * 6);
+    EXPECT_GT(st.ops_per_step, static_cast<int64_t>(c.layers.size()) * 6);
     std::printf("emu: %s: %lld graph nodes per decode step, %d layers\n", gc.name.c_str(),
-                static_cast<long long>(st.ops_per_step), static_cast<int>(c.num_layers));
+                static_cast<long long>(st.ops_per_step), static_cast<int>(c.layers.size()));
   } else {
     EXPECT_NE(graphs.refused().find("host"), std::string::npos) << graphs.refused();
     EXPECT_EQ(st.recorded + st.replayed, 0);
@@ -150,11 +155,11 @@ TEST_P(EmuDecodeTest, DecodeGraphsReplayWhatOpByOpComputes) {
 // graphs give the op-by-op batch's logits exactly.
 TEST_P(EmuDecodeTest, BatchedStepsAreEachSequenceAlone) {
   const testing::GoldenCase& gc = GetParam();
-  auto model = Gemma4Model::Load(gc.dir);
+  auto model = LoadCausalLM(gc.dir);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   Backend backend(BackendKind::kCuda, 1);
   if (!backend.status().ok()) GTEST_SKIP() << backend.status().message();
-  const ModelConfig& c = (*model)->config();
+  const ModelInfo& c = (*model)->info();
   const std::vector<int32_t> prompt = testing::ReadIds(gc.dir + "/input_ids.json");
   // Three prefixes down to 6 tokens shorter, and a 4-token chunk.
   if (prompt.size() < 8) GTEST_SKIP() << gc.name << ": a prompt of " << prompt.size() << " ids";
@@ -165,7 +170,7 @@ TEST_P(EmuDecodeTest, BatchedStepsAreEachSequenceAlone) {
   for (int i = 0; i < kSeqs; ++i) {
     const std::span<const int32_t> p(prompt.data(), lens[i]);
     for (auto* caches : {&alone, &batched, &graphed}) {
-      auto cache = SequenceKvCache::Create(KvLayouts(c), 256, backend.memory());
+      auto cache = SequenceKvCache::Create(c.layers, Ctx(prompt), backend.memory());
       ASSERT_TRUE(cache.ok());
       auto logits = Prefill(**model, backend, **cache, p, 5);
       ASSERT_TRUE(logits.ok()) << logits.status().ToString();
@@ -175,13 +180,13 @@ TEST_P(EmuDecodeTest, BatchedStepsAreEachSequenceAlone) {
     }
   }
   // The prefill chunk's caches (one per batch copy).
-  auto extra = SequenceKvCache::Create(KvLayouts(c), 256, backend.memory());
-  auto graph_extra = SequenceKvCache::Create(KvLayouts(c), 256, backend.memory());
+  auto extra = SequenceKvCache::Create(c.layers, Ctx(prompt), backend.memory());
+  auto graph_extra = SequenceKvCache::Create(c.layers, Ctx(prompt), backend.memory());
   ASSERT_TRUE(extra.ok() && graph_extra.ok());
   StepGraphs graphs;
   for (int step = 0; step < 5; ++step) {
     SCOPED_TRACE("step " + std::to_string(step));
-    std::vector<Gemma4Model::BatchItem> items(kSeqs), graph_items(kSeqs);
+    std::vector<CausalLM::BatchItem> items(kSeqs), graph_items(kSeqs);
     for (int i = 0; i < kSeqs; ++i) {
       items[i].ids = std::span<const int32_t>(&next[i], 1);
       items[i].start_pos = static_cast<int32_t>(batched[i]->size());
@@ -190,7 +195,7 @@ TEST_P(EmuDecodeTest, BatchedStepsAreEachSequenceAlone) {
       graph_items[i].cache = graphed[i].get();
     }
     if (step == 1) {  // a sequence's first chunk joins the step (T = 4 rows)
-      Gemma4Model::BatchItem chunk;
+      CausalLM::BatchItem chunk;
       chunk.ids = std::span<const int32_t>(prompt.data(), 4);
       chunk.cache = extra->get();
       items.push_back(chunk);
@@ -203,7 +208,7 @@ TEST_P(EmuDecodeTest, BatchedStepsAreEachSequenceAlone) {
     ASSERT_TRUE(replayed.ok()) << replayed.status().ToString();
     for (int i = 0; i < kSeqs; ++i) EXPECT_EQ(MaxDiff((*replayed)[i], (*got)[i]), 0.0) << i;
     for (int i = 0; i < kSeqs; ++i) {
-      Gemma4Model::ForwardOptions o;
+      CausalLM::ForwardOptions o;
       o.start_pos = static_cast<int32_t>(alone[i]->size());
       o.cache = alone[i].get();
       o.last_logits_only = true;
@@ -223,11 +228,11 @@ TEST_P(EmuDecodeTest, EngineServesEveryBatchSizeFromGraphs) {
   const testing::GoldenCase& gc = GetParam();
   const auto meta = testing::ReadJson(gc.dir + "/meta.json");
   if (!meta.contains("greedy")) GTEST_SKIP() << "no greedy ids in " << gc.name;
-  auto model = Gemma4Model::Load(gc.dir);
+  auto model = LoadCausalLM(gc.dir);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   Backend backend(BackendKind::kCuda, 1);
   if (!backend.status().ok()) GTEST_SKIP() << backend.status().message();
-  if (!AttentionAllOnDevice((*model)->config())) GTEST_SKIP() << "attention on the host";
+  if (!AttentionAllOnDevice((*model)->info())) GTEST_SKIP() << "attention on the host";
   const std::vector<int32_t> prompt = testing::ReadIds(gc.dir + "/input_ids.json");
   const std::vector<int32_t> golden = meta["greedy"]["ids"].get<std::vector<int32_t>>();
   EngineOptions eo;
