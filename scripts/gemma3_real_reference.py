@@ -82,25 +82,22 @@ memmap) so it is parsed once. Nothing else of transformers' loader is changed.
 Nothing here touches the network (HF_HUB_OFFLINE=1).
 """
 
+import argparse
+import hashlib
+import math
 import os
+import sys
+import time
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+import numpy as np
 
-import argparse  # noqa: E402
-import hashlib  # noqa: E402
-import json  # noqa: E402
-import math  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
+import oracle_common as oc  # scripts/oracle_common.py (scripts/ is sys.path[0])
 
-import numpy as np  # noqa: E402
+oc.set_offline_env()  # before transformers (imported in Runner) / huggingface_hub
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = oc.REPO
 SCHEMA = "g4-gemma3-real-reference/1"
-BOS = 2
+BOS = oc.BOS
 N_GREEDY = 32
 DEFAULT_PPL_FILE = os.path.join(REPO, "tests", "data", "perplexity", "sample.txt")
 DEFAULT_PPL_CTX = 128
@@ -154,23 +151,6 @@ SHORT_PROMPTS = [
 
 # ---------------------------------------------------------------------------------------------
 
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 22), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def write_f32(path, arr):
-    np.ascontiguousarray(arr, dtype="<f4").tofile(path)
-
-
-def margins(logits):
-    top2 = np.partition(np.asarray(logits, dtype=np.float32), -2, axis=-1)[:, -2:]
-    return (top2[:, 1].astype(np.float64) - top2[:, 0].astype(np.float64))
-
-
 def memoise_gguf_reader():
     """transformers constructs gguf.GGUFReader(path) three times for one from_pretrained pair;
     hand back the same (read-only) reader for the same path."""
@@ -214,11 +194,9 @@ def loop_period(ids, tail=12, max_period=8):
 class Runner:
     def __init__(self, gguf_path, threads, decode_threads=1):
         import torch
-        import transformers
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        transformers.utils.logging.set_verbosity_error()
-        transformers.utils.logging.disable_progress_bar()
+        oc.quiet_transformers()
         self.torch = torch
         torch.set_grad_enabled(False)
         if threads:
@@ -236,10 +214,7 @@ class Runner:
         self.tok = AutoTokenizer.from_pretrained(d, gguf_file=name)
         self.t_tok = time.time() - t
         self.vocab = self.model.config.vocab_size
-        self.versions = {
-            "torch": torch.__version__, "transformers": transformers.__version__,
-            "numpy": np.__version__, "python": sys.version.split()[0],
-        }
+        self.versions = oc.versions(("torch", "transformers", "numpy"))
         try:
             import gguf
             self.versions["gguf"] = getattr(gguf, "__version__", None) or _dist_version("gguf")
@@ -267,36 +242,12 @@ class Runner:
         The prompt goes through transformers in one forward with a fresh DynamicCache (so the prompt
         logits are those of a fresh sequence), then one token per forward through the cache; step k's
         distribution is the argmax source of greedy id k (step 0 = the last prompt row)."""
-        torch = self.torch
-        from transformers import DynamicCache
-
-        cache = DynamicCache(config=self.model.config)
-        out = self.model(input_ids=torch.tensor([ids], dtype=torch.long), cache=cache, use_cache=True)
-        logits = out.logits[0].float().numpy()
-        cache = out.cache
-        row = logits[-1]
-        new, step_margin, step_top = [], [], []
         # one-token steps are tiny ops plus a memory-bound 262144 x 640 head: extra threads mostly add
         # synchronisation (0.5 s/step with 2 threads on 2 busy cores vs 0.18 s with 1)
-        torch.set_num_threads(self.decode_threads)
-        try:
-            return self._greedy_loop(logits, cache, row, n_new, new, step_margin, step_top)
-        finally:
-            torch.set_num_threads(self.threads)
-
-    def _greedy_loop(self, logits, cache, row, n_new, new, step_margin, step_top):
-        torch = self.torch
-        for k in range(n_new):
-            nxt = int(np.argmax(row))
-            new.append(nxt)
-            m = margins(row[None, :])[0]
-            step_margin.append(float(m))
-            step_top.append(float(row[nxt]))
-            if k == n_new - 1:
-                break
-            out = self.model(input_ids=torch.tensor([[nxt]], dtype=torch.long), cache=cache, use_cache=True)
-            cache = out.cache
-            row = out.logits[0, -1].float().numpy()
+        new, rows, logits = oc.greedy_decode(self.model, ids, n_new, self.model.config,
+                                             step_threads=self.decode_threads)
+        step_margin = [float(oc.margins(row[None, :])[0]) for row in rows]
+        step_top = [float(row[nxt]) for row, nxt in zip(rows, new)]
         return logits, new, step_margin, step_top
 
     def top5(self, row):
@@ -318,8 +269,8 @@ def run_case(r, out_dir, name, text, add_bos, write_logits, ids=None):
     logits_file = None
     if write_logits:
         logits_file = f"{name}.logits.f32"
-        write_f32(os.path.join(out_dir, logits_file), logits)
-    m = margins(logits)
+        oc.write_f32(os.path.join(out_dir, logits_file), logits)
+    m = oc.margins(logits)
     case = {
         "name": name,
         "text": text,
@@ -427,7 +378,7 @@ def main(argv=None):
           f"threads {r.threads} (decode {r.decode_threads})", flush=True)
 
     t = time.time()
-    model_sha = sha256(args.gguf)
+    model_sha = oc.sha256(args.gguf)
     timings["sha256"] = round(time.time() - t, 3)
 
     # sanity: the tokenizer's own BOS handling and the ids the brief/spec quote
@@ -529,11 +480,9 @@ def main(argv=None):
         "perplexity": ppl,
         "degenerate_check": degenerate,
     }
-    with open(os.path.join(args.out, "manifest.json"), "w") as fh:
-        json.dump(manifest, fh, indent=1, ensure_ascii=False)
-        fh.write("\n")
+    oc.write_json(os.path.join(args.out, "manifest.json"), manifest, indent=1, ensure_ascii=False)
 
-    total_bytes = sum(os.path.getsize(os.path.join(args.out, f)) for f in os.listdir(args.out))
+    total_bytes = oc.dir_bytes(args.out)
     print(f"france-bos   top5: " + ", ".join(f"{x['piece']!r} {x['logit']:.2f}" for x in bos["top5"]))
     print(f"france-bos   greedy: {bos['greedy_text']!r}")
     print(f"france-nobos greedy: {nobos['greedy_text']!r} (loop period {period})")

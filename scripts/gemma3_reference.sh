@@ -20,7 +20,7 @@ if [ -n "$missing" ]; then
   exit $?
 fi
 stamp="$out/.g4-stamp"
-want="$(sha256sum "$script" | cut -c1-16) $(stat -L -c %s "$model")"
+want="$(cat "$script" "$repo/scripts/oracle_common.py" | sha256sum | cut -c1-16) $(stat -L -c %s "$model")"
 if [ -f "$out/manifest.json" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
   echo "gemma3_reference: $out is up to date"
   exit 0

@@ -36,27 +36,20 @@ Nothing here touches the network (HF_HUB_OFFLINE=1; every model is built from a 
 Versions: scripts/requirements-oracle.txt (torch 2.13.0 CPU, transformers 5.24.0, numpy 2.4.6).
 """
 
+import argparse
+import json
+import math
 import os
+import sys
+import time
 
-# Set before transformers / huggingface_hub are imported: never touch the network.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+import numpy as np
 
-import argparse  # noqa: E402
-import hashlib  # noqa: E402
-import json  # noqa: E402
-import math  # noqa: E402
-import shutil  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-import zlib  # noqa: E402
+import oracle_common as oc  # scripts/oracle_common.py (scripts/ is sys.path[0])
 
-import numpy as np  # noqa: E402
-import safetensors  # noqa: E402
+oc.set_offline_env()  # before transformers / huggingface_hub are imported
+
 import torch  # noqa: E402
-import transformers  # noqa: E402
 from safetensors.numpy import load_file as st_load_file  # noqa: E402
 from transformers import SiglipVisionConfig  # noqa: E402
 from transformers.models.gemma3 import (  # noqa: E402
@@ -66,17 +59,9 @@ from transformers.models.gemma3 import (  # noqa: E402
     Gemma3TextConfig,
 )
 
-transformers.utils.logging.set_verbosity_error()
-transformers.utils.logging.disable_progress_bar()
+oc.quiet_transformers()
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SLIDING = "sliding_attention"
-FULL = "full_attention"
-BOS = 2
-MIN_MARGIN = 0.02      # smallest allowed top-1/top-2 logit gap, prompt and greedy steps
-N_GREEDY = 16
-FP32_REL_TOL = 1e-3    # engine tolerance: max|engine - ref| <= 1e-3 * max|ref|
-AGREE_REL = 1e-4       # two oracles that disagree beyond this (relative to max|ref|) is a finding
+SLIDING, FULL = oc.SLIDING, oc.FULL
 
 # Initialisation: make_reference.py's scheme (HF's default init, std 0.02 and norms w = 0, gives a
 # nearly linear network with tiny top-1/top-2 margins), adapted to Gemma 3's x * (1 + w) norms.
@@ -116,7 +101,7 @@ COMMON_TEXT = dict(
     attention_bias=False,
     pad_token_id=0,
     eos_token_id=1,
-    bos_token_id=BOS,
+    bos_token_id=oc.BOS,
     use_bidirectional_attention=False,
 )
 
@@ -186,51 +171,6 @@ CASES = {
 
 
 # ---------------------------------------------------------------------------------------------
-# small helpers (same conventions as make_reference.py)
-# ---------------------------------------------------------------------------------------------
-
-def versions():
-    return {
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-        "safetensors": safetensors.__version__,
-        "numpy": np.__version__,
-        "python": sys.version.split()[0],
-    }
-
-
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def write_f32(path, arr):
-    np.ascontiguousarray(arr, dtype="<f4").tofile(path)
-
-
-def read_f32(path, shape):
-    return np.fromfile(path, dtype="<f4").reshape(shape)
-
-
-def margins(logits):
-    top2 = np.sort(np.asarray(logits, dtype=np.float64), axis=-1)[:, -2:]
-    return top2[:, 1] - top2[:, 0]
-
-
-def rel(diff, ref):
-    return float(diff) / float(np.max(np.abs(ref)))
-
-
-def setup_torch():
-    torch.set_num_threads(1)          # fixed summation order: reproducible fp32 bits on one build
-    torch.use_deterministic_algorithms(True)
-    torch.set_grad_enabled(False)
-
-
-# ---------------------------------------------------------------------------------------------
 # seeded initialisation
 # ---------------------------------------------------------------------------------------------
 
@@ -266,35 +206,13 @@ def vision_rule(short, shape):
         return ("normal", 1.0 / math.sqrt(int(np.prod(shape[1:]))))
     if short.endswith("mm_soft_emb_norm.weight"):
         return ("gemma_norm", 1.0)
-    return ("layernorm", None)
-
-
-def draw(short, shape, rule, seed):
-    rng = np.random.default_rng([int(seed), zlib.crc32(short.encode("utf-8"))])
-    kind, arg = rule
-    if kind == "normal":
-        x = rng.standard_normal(shape) * arg
-    elif kind == "gemma_norm":
-        # stored w with effective gain (1 + w) = arg * (1 + 0.1 N(0,1))
-        x = arg * (1.0 + 0.1 * rng.standard_normal(shape)) - 1.0
-    elif kind == "layernorm":
-        x = 1.0 + 0.1 * rng.standard_normal(shape)
-    else:
-        raise ValueError(kind)
-    return x.astype(np.float32)
+    return ("norm", None)                          # LayerNorm weight 1 + 0.1 N(0,1)
 
 
 # Text tensor prefixes: in memory, transformers 5 names the multimodal text tensors
 # model.language_model.*; save_pretrained maps them back to the released checkpoints' names,
 # language_model.model.* (and vision_tower.*, multi_modal_projector.*). Gemma3ForCausalLM: model.*
 TEXT_PREFIXES = ("model.language_model.", "language_model.model.", "model.")
-
-
-def strip_prefix(name):
-    for p in TEXT_PREFIXES:
-        if name.startswith(p):
-            return name[len(p):]
-    return name
 
 
 def is_vision(name):
@@ -312,20 +230,13 @@ def text_prefix_of(names):
 
 def seeded_init(model, tc, seed, init):
     """Overwrite every persistent tensor in place; each from default_rng([seed, crc32(name)])."""
-    done = 0
-    for name, t in model.state_dict().items():
-        if name == "lm_head.weight":
-            continue                                  # tied to embed_tokens
-        short = strip_prefix(name)
-        rule = vision_rule(name, tuple(t.shape)) if is_vision(name) else init_rule(short, tuple(t.shape), tc, init)
-        x = draw(name if is_vision(name) else short, tuple(t.shape), rule, seed)
-        t.copy_(torch.from_numpy(x))
-        done += 1
-    emb = model.get_input_embeddings().weight
-    out = model.get_output_embeddings().weight
-    if not torch.equal(emb, out):
-        raise RuntimeError("lm_head is not tied to embed_tokens after init")
-    return done
+    def rule_of(name, shape):
+        if is_vision(name):
+            return name, vision_rule(name, shape)          # vision tensors: full name as the key
+        short = oc.strip_prefix(name, TEXT_PREFIXES)
+        return short, init_rule(short, shape, tc, init)
+
+    return oc.seeded_init(model, seed, rule_of)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -346,49 +257,9 @@ def build_config(spec):
     return cfg, Gemma3ForConditionalGeneration
 
 
-def text_config_of(model):
-    return model.config.get_text_config()
-
-
 def load(ckpt_dir, dtype=torch.float32):
     """Load a checkpoint folder in transformers, picking the class from config.json."""
-    with open(os.path.join(ckpt_dir, "config.json")) as fh:
-        cfg = json.load(fh)
-    cls = Gemma3ForConditionalGeneration if isinstance(cfg.get("text_config"), dict) else Gemma3ForCausalLM
-    model, info = cls.from_pretrained(ckpt_dir, dtype=dtype, attn_implementation="eager",
-                                      output_loading_info=True, local_files_only=True)
-    model.eval()
-    return model, info
-
-
-def hf_forward(model, ids):
-    """Logits [T, vocab] of one fresh sequence (no cache)."""
-    out = model(input_ids=torch.tensor([ids], dtype=torch.long), use_cache=False)
-    return out.logits[0].float().numpy().astype(np.float32)
-
-
-def hf_greedy(model, ids, n_new):
-    """Greedy decode through transformers' KV cache: prefill the prompt, then one token at a time.
-
-    Returns (new_ids, step_logits [n_new, vocab], prefill_logits [T, vocab]).
-    """
-    from transformers import DynamicCache
-
-    cache = DynamicCache(config=text_config_of(model))
-    out = model(input_ids=torch.tensor([ids], dtype=torch.long), cache=cache, use_cache=True)
-    prefill = out.logits[0].float().numpy()
-    cache = out.cache
-    rows = [prefill[-1]]
-    new = []
-    for k in range(n_new):
-        nxt = int(np.argmax(rows[-1]))
-        new.append(nxt)
-        if k == n_new - 1:
-            break
-        out = model(input_ids=torch.tensor([[nxt]], dtype=torch.long), cache=cache, use_cache=True)
-        cache = out.cache
-        rows.append(out.logits[0, -1].float().numpy())
-    return new, np.stack(rows).astype(np.float32), prefill.astype(np.float32)
+    return oc.load_checkpoint(ckpt_dir, Gemma3ForCausalLM, Gemma3ForConditionalGeneration, dtype)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -416,9 +287,7 @@ class Gemma3Ref:
 
     def __init__(self, ckpt_dir, scale="qpas", norm_plus_one=True, rope_linear=True, window_off_by_one=False,
                  no_window=False, one_theta=None, neox=True, embed_scale="exact", qk_norm=True):
-        with open(os.path.join(ckpt_dir, "config.json")) as fh:
-            cfg = json.load(fh)
-        tc = cfg["text_config"] if isinstance(cfg.get("text_config"), dict) else cfg
+        _, tc = oc.read_config(ckpt_dir)
         self.tc = tc
         sd = st_load_file(os.path.join(ckpt_dir, "model.safetensors"))
         prefix = text_prefix_of(set(sd))
@@ -536,28 +405,12 @@ class Gemma3Ref:
 # ---------------------------------------------------------------------------------------------
 # transformers in float64 with its fp32 islands patched (diagnostic, as in make_reference.py)
 # ---------------------------------------------------------------------------------------------
+# The Gemma 3 halves of oracle_common's float64 patches (see there): the x * (1 + w) norm and
+# default / linear-scaled RoPE frequencies.
 
 def _rms_forward_f64(self, x):
     y = x * torch.pow(x.pow(2).mean(-1, keepdim=True) + self.eps, -0.5)
     return y * (1.0 + self.weight)
-
-
-def _eager_attention_f64(module, query, key, value, attention_mask, dropout=0.0, scaling=None, softcap=None,
-                         **kwargs):
-    from transformers.models.gemma3 import modeling_gemma3 as mg
-
-    if scaling is None:
-        scaling = module.head_dim ** -0.5
-    k = mg.repeat_kv(key, module.num_key_value_groups)
-    v = mg.repeat_kv(value, module.num_key_value_groups)
-    w = torch.matmul(query, k.transpose(2, 3)) * scaling
-    if softcap is not None:
-        w = torch.tanh(w / softcap) * softcap
-    if attention_mask is not None:
-        w = w + attention_mask
-    w = torch.nn.functional.softmax(w, dim=-1)          # no fp32 upcast
-    out = torch.matmul(w, v).transpose(1, 2).contiguous()
-    return out, w
 
 
 def _inv_freq_f64(rope_params, half):
@@ -573,34 +426,16 @@ def _inv_freq_f64(rope_params, half):
     return inv
 
 
-def _rope_forward_f64(self, x, position_ids, layer_type):
-    inv32 = getattr(self, f"{layer_type}_inv_freq")
-    inv64 = torch.from_numpy(_inv_freq_f64(self.config.rope_parameters[layer_type], inv32.shape[-1]))
-    # the float64 formula must round to what transformers computed in fp32
-    if not torch.allclose(inv64.float(), inv32.float(), rtol=2.0 ** -21, atol=0.0):
-        raise RuntimeError(f"{layer_type}: transformers' inv_freq differs from the formula: {inv32} vs {inv64}")
-    freqs = position_ids[..., None].to(torch.float64) * inv64
-    emb = torch.cat((freqs, freqs), dim=-1)
-    scale = getattr(self, f"{layer_type}_attention_scaling")
-    return (emb.cos() * scale).to(x.dtype), (emb.sin() * scale).to(x.dtype)
-
-
 def hf_float64_logits(ckpt_dir, ids):
     """(logits float64 [T, vocab], embed scale actually used) from transformers with float64 patches."""
     from transformers.models.gemma3 import modeling_gemma3 as mg
 
-    saved = (mg.Gemma3RMSNorm.forward, mg.eager_attention_forward, mg.Gemma3RotaryEmbedding.forward)
-    mg.Gemma3RMSNorm.forward = _rms_forward_f64
-    mg.eager_attention_forward = _eager_attention_f64
-    mg.Gemma3RotaryEmbedding.forward = _rope_forward_f64
-    try:
-        model, _ = load(ckpt_dir, dtype=torch.float64)
-        out = model(input_ids=torch.tensor([ids], dtype=torch.long), use_cache=False)
-        emb = model.get_input_embeddings()
-        scale = float(emb.embed_scale.to(emb.weight.dtype))
-        return out.logits[0].numpy().astype(np.float64), scale
-    finally:
-        mg.Gemma3RMSNorm.forward, mg.eager_attention_forward, mg.Gemma3RotaryEmbedding.forward = saved
+    return oc.float64_logits(load, ckpt_dir, ids, [
+        (mg.Gemma3RMSNorm, "forward", _rms_forward_f64),
+        (mg, "eager_attention_forward", oc.eager_attention_f64(mg.repeat_kv)),
+        # the float64 formula must round to what transformers computed in fp32
+        (mg.Gemma3RotaryEmbedding, "forward", oc.rope_forward_f64(_inv_freq_f64, rtol=2.0 ** -21)),
+    ])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -628,31 +463,23 @@ def numpy_crosscheck(case_dir, ids, hf_logits, hf_greedy_ids, hf_greedy_logits):
         ref_model = Gemma3Ref(case_dir)
         t0 = time.time()
         ref = ref_model.forward(ids)
-        d = float(np.max(np.abs(hf_logits.astype(np.float64) - ref)))
         res["logits"] = {
-            "max_abs_diff": d,
-            "max_abs_diff_rel": rel(d, ref),
-            "argmax_equal_all_positions": bool((ref.argmax(-1) == hf_logits.argmax(-1)).all()),
-            "min_top1_top2_margin_numpy": float(margins(ref).min()),
+            **oc.compare_logits(hf_logits, ref),
+            "min_top1_top2_margin_numpy": float(oc.margins(ref).min()),
         }
-        g_ids, g_rows = ref_model.greedy(ids, N_GREEDY)
-        dg = float(np.max(np.abs(hf_greedy_logits.astype(np.float64) - g_rows)))
+        g_ids, g_rows = ref_model.greedy(ids, oc.N_GREEDY)
         res["greedy"] = {
             "what": "NumPy greedy by full recomputation (no cache) vs transformers' DynamicCache decode",
-            "ids_equal": [int(t) for t in g_ids] == list(hf_greedy_ids),
-            "step_logits_max_abs_diff": dg,
-            "step_logits_max_abs_diff_rel": rel(dg, g_rows),
+            **oc.compare_greedy(hf_greedy_ids, hf_greedy_logits, g_ids, g_rows),
         }
         hf64, scale = hf_float64_logits(case_dir, ids)
-        d64 = float(np.max(np.abs(hf64 - ref)))
         res["hf_float64_patched_vs_numpy"] = {
             "what": "transformers run in float64 with its fp32 islands (RMSNorm, softmax, RoPE angles) "
                     "patched to float64, vs the NumPy float64 reference",
             "embed_scale_used_by_hf": scale,
-            "max_abs_diff": d64,
-            "max_abs_diff_rel": rel(d64, ref),
+            **oc.diff_record(hf64, ref),
         }
-        tol = FP32_REL_TOL * float(np.max(np.abs(ref)))
+        tol = oc.FP32_REL_TOL * float(np.max(np.abs(ref)))
         sens = []
         for what, knobs in SENSITIVITY:
             bad = Gemma3Ref(case_dir, **knobs).forward(ids)
@@ -700,9 +527,9 @@ def choose_prompt(model, spec, vocab, bos):
     ids = [bos] + [int(x) for x in rng.integers(3, vocab, size=T - 1)]
     redrawn = []
     for _ in range(20 * T + 200):
-        logits = hf_forward(model, ids)
-        m = margins(logits)
-        bad = np.nonzero(m < MIN_MARGIN)[0]
+        logits = oc.hf_forward(model, ids)
+        m = oc.margins(logits)
+        bad = np.nonzero(m < oc.MIN_MARGIN)[0]
         if len(bad):
             t = int(bad[0])
             if t == 0:
@@ -710,8 +537,8 @@ def choose_prompt(model, spec, vocab, bos):
             ids[t] = int(rng.integers(3, vocab))
             redrawn.append(t)
             continue
-        g_ids, g_logits, prefill = hf_greedy(model, ids, N_GREEDY)
-        if margins(g_logits).min() < MIN_MARGIN or len(set(g_ids)) < MIN_DISTINCT_GREEDY:
+        g_ids, g_logits, prefill = oc.hf_greedy(model, ids, oc.N_GREEDY)
+        if oc.margins(g_logits).min() < oc.MIN_MARGIN or len(set(g_ids)) < MIN_DISTINCT_GREEDY:
             ids[-1] = int(rng.integers(3, vocab))
             redrawn.append(T - 1)
             continue
@@ -725,68 +552,31 @@ def choose_prompt(model, spec, vocab, bos):
 
 def build_case(name, spec, out_root):
     t_start = time.time()
-    case_dir = os.path.join(out_root, name)
-    if os.path.isdir(case_dir):
-        shutil.rmtree(case_dir)
-    os.makedirs(case_dir)
-
+    case_dir = oc.fresh_dir(os.path.join(out_root, name))
     cfg, cls = build_config(spec)
     torch.manual_seed(spec["weight_seed"])         # HF's own init; everything is overwritten below
     model = cls(cfg).eval()
-    tc = text_config_of(model)
     init = dict(INIT)
     init.update(spec.get("init", {}))
-    n_init = seeded_init(model, tc, spec["weight_seed"], init)
-    model.save_pretrained(case_dir)
-    saved = sorted(os.listdir(case_dir))
-    for f in saved:
-        os.chmod(os.path.join(case_dir, f), 0o644)     # save_pretrained creates the weights 0600
-    allowed = {"config.json", "generation_config.json", "model.safetensors"}
-    if not set(saved) <= allowed or "model.safetensors" not in saved:
-        raise RuntimeError(f"{name}: save_pretrained wrote {saved}; expected a single model.safetensors")
-
+    n_init = seeded_init(model, oc.text_config_of(model), spec["weight_seed"], init)
     # Run what transformers LOADS from the files, not the in-memory object.
-    model_mem = model
-    model, info = load(case_dir)
-    bad = {k: v for k, v in info.items() if v}
-    if bad:
-        raise RuntimeError(f"{name}: reloading its own save reports {bad}")
-    sd_mem, sd_load = model_mem.state_dict(), model.state_dict()
-    for k, v in sd_mem.items():
-        if not torch.equal(v, sd_load[k]):
-            raise RuntimeError(f"{name}: tensor {k} changed in the save/load round trip")
-    tc = text_config_of(model)
+    model = oc.save_and_reload(model, case_dir, name, load)
+    tc = oc.text_config_of(model)
     vocab = tc.vocab_size
 
     ids, logits, (g_ids, g_logits, prefill), redrawn = choose_prompt(model, spec, vocab, tc.bos_token_id)
-    m_prompt, m_greedy = margins(logits), margins(g_logits)
-
-    # transformers against itself: cached prefill vs no-cache forward, and the cached greedy steps
-    # vs one full forward over prompt + generated ids
-    prefill_diff = float(np.max(np.abs(prefill - logits)))
-    full = hf_forward(model, ids + g_ids[:-1])
-    tail = full[len(ids) - 1:]
-    cache_diff = float(np.max(np.abs(tail - g_logits)))
-    if rel(cache_diff, tail) > AGREE_REL or not (tail.argmax(-1) == np.array(g_ids)).all():
-        raise RuntimeError(f"{name}: transformers' cached decode differs from its full forward by {cache_diff}")
-
-    with open(os.path.join(case_dir, "input_ids.json"), "w") as fh:
-        json.dump(ids, fh)
-        fh.write("\n")
-    write_f32(os.path.join(case_dir, "logits.f32"), logits)
-    write_f32(os.path.join(case_dir, "greedy_logits.f32"), g_logits)
+    m_prompt, m_greedy = oc.margins(logits), oc.margins(g_logits)
+    self_check = oc.check_cached_decode(model, name, ids, logits, g_ids, g_logits, prefill)
+    oc.write_fixture_arrays(case_dir, ids, logits, g_logits)
 
     np_check = numpy_crosscheck(case_dir, ids, logits, g_ids, g_logits)
 
-    max_abs = float(np.max(np.abs(logits)))
-    with open(os.path.join(case_dir, "config.json")) as fh:
-        saved_cfg = json.load(fh)
-    with safetensors.safe_open(os.path.join(case_dir, "model.safetensors"), "np") as st:
-        tensor_names = list(st.keys())
+    saved_cfg, _ = oc.read_config(case_dir)
+    tensor_names = oc.tensor_names(os.path.join(case_dir, "model.safetensors"))
     prefix = text_prefix_of(set(tensor_names))
     text_tensors = [n for n in tensor_names if n.startswith(prefix)]
     other_tensors = sorted(n for n in tensor_names if not n.startswith(prefix))
-    base = model.model.language_model if hasattr(model.model, "language_model") else model.model
+    base = oc.decoder_of(model)
     a0 = base.layers[0].self_attn
     meta = {
         "case": name,
@@ -800,41 +590,7 @@ def build_case(name, spec, out_root):
         "n_tensors": len(tensor_names),
         "n_text_tensors": len(text_tensors),
         "non_text_tensors": other_tensors,
-        "input_ids": "input_ids.json",
-        "n_tokens": len(ids),
-        "vocab_size": vocab,
-        "files": {
-            "logits.f32": {
-                "shape": [len(ids), vocab],
-                "what": "transformers fp32 logits at every prompt position (no cache)",
-                "dtype": "float32 little-endian, row-major, no header",
-                "sha256": sha256(os.path.join(case_dir, "logits.f32")),
-            },
-            "greedy_logits.f32": {
-                "shape": [N_GREEDY, vocab],
-                "what": "row k: logits whose argmax is greedy id k (row 0 = logits[-1]); "
-                        "transformers' DynamicCache decode path",
-                "dtype": "float32 little-endian, row-major, no header",
-                "sha256": sha256(os.path.join(case_dir, "greedy_logits.f32")),
-            },
-            "model.safetensors": {"sha256": sha256(os.path.join(case_dir, "model.safetensors"))},
-        },
-        "argmax": [int(a) for a in logits.argmax(-1)],
-        "min_top1_top2_margin": float(m_prompt.min()),
-        "max_abs_logit": max_abs,
-        "greedy": {
-            "n_new": N_GREEDY,
-            "ids": [int(t) for t in g_ids],
-            "rule": "argmax (lowest id on an exact tie) of the last position, append, repeat; "
-                    "no stop tokens are applied (eos ids may appear)",
-            "min_top1_top2_margin": float(m_greedy.min()),
-        },
-        "tolerance": {
-            "fp32_engine": {"rel": FP32_REL_TOL, "max_abs_diff": FP32_REL_TOL * max_abs,
-                            "also": "argmax equal at every position; identical greedy ids"},
-            "note": "the reference itself is fp32 (transformers), not float64; its own rounding is in "
-                    "cross_check (vs the float64 NumPy reference), far below the tolerance",
-        },
+        **oc.fixture_records(case_dir, ids, vocab, logits, g_ids, m_prompt, m_greedy),
         "model": {
             "layer_types": "".join("F" if t == FULL else "S" for t in tc.layer_types),
             "hidden_size": tc.hidden_size,
@@ -855,15 +611,11 @@ def build_case(name, spec, out_root):
             "attn_logit_softcapping": tc.attn_logit_softcapping,
             "lm_head_weight_stored": "lm_head.weight" in tensor_names,
         },
-        "cross_check": {
-            "numpy_reference": np_check,
-            "hf_cached_prefill_vs_no_cache_max_abs_diff": prefill_diff,
-            "hf_cached_greedy_vs_full_forward_max_abs_diff": cache_diff,
-        },
+        "cross_check": {"numpy_reference": np_check, **self_check},
         "generator": {
             "script": "scripts/make_gemma3_reference.py",
             "command": f"/path/venv/bin/python scripts/make_gemma3_reference.py --out tests/data/hf-gemma3 --case {name}",
-            **versions(),
+            **oc.versions(),
             "seed": spec["weight_seed"],
             "prompt_seed": spec["prompt_seed"],
             "prompt_positions_redrawn": redrawn,
@@ -885,14 +637,12 @@ def build_case(name, spec, out_root):
             "seconds": time.time() - t_start,
         },
     }
-    with open(os.path.join(case_dir, "meta.json"), "w") as fh:
-        json.dump(meta, fh, indent=2)
-        fh.write("\n")
+    oc.write_json(os.path.join(case_dir, "meta.json"), meta, indent=2)
 
-    size = sum(os.path.getsize(os.path.join(case_dir, f)) for f in os.listdir(case_dir))
+    size = oc.dir_bytes(case_dir)
     lg = np_check.get("logits", {})
     print(f"{name:20s} {spec['layout']:10s} T={len(ids):4d} {size/1e6:.2f} MB  min margin "
-          f"{min(m_prompt.min(), m_greedy.min()):.3f}  max|logit| {max_abs:.3f}  "
+          f"{min(m_prompt.min(), m_greedy.min()):.3f}  max|logit| {meta['max_abs_logit']:.3f}  "
           f"|HF-numpy| {lg.get('max_abs_diff_rel', float('nan')):.2e} (rel)  "
           f"float64 {np_check.get('hf_float64_patched_vs_numpy', {}).get('max_abs_diff_rel', float('nan')):.1e}  "
           f"greedy ids equal: {np_check.get('greedy', {}).get('ids_equal')}  redrawn {len(redrawn)}  "
@@ -913,8 +663,8 @@ def main(argv=None):
     ap.add_argument("--case", action="append", choices=sorted(CASES), help="only this case (repeatable)")
     args = ap.parse_args(argv)
 
-    setup_torch()
-    print("versions:", json.dumps(versions()))
+    oc.setup_torch()
+    print("versions:", json.dumps(oc.versions()))
     os.makedirs(args.out, exist_ok=True)
     status = 0
     total = 0
@@ -924,13 +674,12 @@ def main(argv=None):
         if not npc.get("ok"):
             print(f"  FINDING: {name}: the NumPy reference failed: {npc.get('error')}")
             status = 1
-        elif (npc["logits"]["max_abs_diff_rel"] > AGREE_REL or not npc["logits"]["argmax_equal_all_positions"]
-              or not npc["greedy"]["ids_equal"] or npc["greedy"]["step_logits_max_abs_diff_rel"] > AGREE_REL):
+        elif (npc["logits"]["max_abs_diff_rel"] > oc.AGREE_REL or not npc["logits"]["argmax_equal_all_positions"]
+              or not npc["greedy"]["ids_equal"] or npc["greedy"]["step_logits_max_abs_diff_rel"] > oc.AGREE_REL):
             print(f"  FINDING: {name}: transformers and NumPy differ: {json.dumps(npc['logits'])} "
                   f"{json.dumps(npc['greedy'])}")
             status = 1
-        d = os.path.join(args.out, name)
-        total += sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d))
+        total += oc.dir_bytes(os.path.join(args.out, name))
     print(f"total {total/1e6:.2f} MB under {args.out}")
     return status
 

@@ -28,25 +28,20 @@ Nothing here touches the network (HF_HUB_OFFLINE=1; every model is built from a 
 Versions are pinned in scripts/requirements-oracle.txt. See docs/oracles.md.
 """
 
+import argparse
+import json
+import math
 import os
+import shutil
+import sys
+import tempfile
 
-# Set before transformers / huggingface_hub are imported: never touch the network.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+import numpy as np
 
-import argparse  # noqa: E402
-import hashlib  # noqa: E402
-import json  # noqa: E402
-import math  # noqa: E402
-import shutil  # noqa: E402
-import sys  # noqa: E402
-import tempfile  # noqa: E402
-import zlib  # noqa: E402
+import oracle_common as oc  # scripts/oracle_common.py (scripts/ is sys.path[0])
 
-import numpy as np  # noqa: E402
-import safetensors  # noqa: E402
+oc.set_offline_env()  # before transformers / huggingface_hub are imported
+
 import torch  # noqa: E402
 import transformers  # noqa: E402
 from transformers.models.gemma4 import (  # noqa: E402
@@ -56,17 +51,9 @@ from transformers.models.gemma4 import (  # noqa: E402
     Gemma4TextConfig,
 )
 
-transformers.utils.logging.set_verbosity_error()
-transformers.utils.logging.disable_progress_bar()
+oc.quiet_transformers()
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SLIDING = "sliding_attention"
-FULL = "full_attention"
-BOS = 2
-MIN_MARGIN = 0.02      # smallest allowed top-1/top-2 logit gap, prompt and greedy steps
-N_GREEDY = 16
-FP32_REL_TOL = 1e-3    # engine tolerance: max|engine - ref| <= 1e-3 * max|ref|
-AGREE_REL = 1e-4       # two oracles that disagree beyond this (relative to max|ref|) is a finding
+SLIDING, FULL = oc.SLIDING, oc.FULL
 
 # Initialisation (same scheme and same per-tensor generators as shared/reference/make_tiny.py;
 # see its README "Tiny checkpoints" for the reasons). HF's default init (std 0.02, norms 1)
@@ -91,7 +78,7 @@ COMMON = dict(
     attention_bias=False,
     pad_token_id=0,
     eos_token_id=1,
-    bos_token_id=BOS,
+    bos_token_id=oc.BOS,
     rope_parameters=_rope(),
 )
 
@@ -199,50 +186,9 @@ CASES = {
 # small helpers
 # ---------------------------------------------------------------------------------------------
 
-def versions():
-    return {
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-        "safetensors": safetensors.__version__,
-        "numpy": np.__version__,
-        "python": sys.version.split()[0],
-    }
-
-
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def write_f32(path, arr):
-    np.ascontiguousarray(arr, dtype="<f4").tofile(path)
-
-
-def read_f32(path, shape):
-    return np.fromfile(path, dtype="<f4").reshape(shape)
-
-
-def margins(logits):
-    top2 = np.sort(np.asarray(logits, dtype=np.float64), axis=-1)[:, -2:]
-    return top2[:, 1] - top2[:, 0]
-
-
-def prompt_for(n_tokens, vocab, seed, bos=BOS):
+def prompt_for(n_tokens, vocab, seed, bos=oc.BOS):
     rng = np.random.default_rng(seed)
     return [bos] + [int(x) for x in rng.integers(3, vocab, size=n_tokens - 1)]
-
-
-def rel(diff, ref):
-    return float(diff) / float(np.max(np.abs(ref)))
-
-
-def setup_torch():
-    torch.set_num_threads(1)          # fixed summation order: reproducible fp32 bits on one build
-    torch.use_deterministic_algorithms(True)
-    torch.set_grad_enabled(False)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -269,42 +215,13 @@ def init_rule(short, shape, hidden):
     raise ValueError(f"no init rule for tensor {short} {tuple(shape)}")
 
 
-def draw(short, shape, rule, seed):
-    rng = np.random.default_rng([int(seed), zlib.crc32(short.encode("utf-8"))])
-    kind, arg = rule
-    if kind == "normal":
-        x = rng.standard_normal(shape) * arg
-    elif kind == "norm":
-        x = (1.0 if arg is None else arg) * (1.0 + 0.1 * rng.standard_normal(shape))
-    elif kind == "uniform":
-        x = rng.uniform(arg[0], arg[1], size=shape)
-    else:
-        raise ValueError(kind)
-    return x.astype(np.float32)
-
-
-def strip_prefix(name):
-    for p in ("model.language_model.", "model."):
-        if name.startswith(p):
-            return name[len(p):]
-    return name
-
-
 def seeded_init(model, hidden, seed):
     """Overwrite every persistent tensor (parameters and the layer_scalar buffers) in place."""
-    done = 0
-    for name, t in model.state_dict().items():
-        if name == "lm_head.weight":
-            continue                                  # tied to embed_tokens
-        short = strip_prefix(name)
-        x = draw(short, tuple(t.shape), init_rule(short, tuple(t.shape), hidden), seed)
-        t.copy_(torch.from_numpy(x))
-        done += 1
-    emb = model.get_input_embeddings().weight
-    out = model.get_output_embeddings().weight
-    if not torch.equal(emb, out):
-        raise RuntimeError("lm_head is not tied to embed_tokens after init")
-    return done
+    def rule_of(name, shape):
+        short = oc.strip_prefix(name, ("model.language_model.", "model."))
+        return short, init_rule(short, shape, hidden)
+
+    return oc.seeded_init(model, seed, rule_of)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -322,25 +239,9 @@ def build_config(spec):
     return cfg, Gemma4ForConditionalGeneration
 
 
-def text_config_of_dir(ckpt_dir):
-    with open(os.path.join(ckpt_dir, "config.json")) as fh:
-        cfg = json.load(fh)
-    return cfg["text_config"] if isinstance(cfg.get("text_config"), dict) else cfg
-
-
-def text_config_of(model):
-    return model.config.get_text_config()
-
-
 def load(ckpt_dir, dtype=torch.float32):
     """Load a checkpoint folder in transformers, picking the class from config.json."""
-    with open(os.path.join(ckpt_dir, "config.json")) as fh:
-        cfg = json.load(fh)
-    cls = Gemma4ForConditionalGeneration if isinstance(cfg.get("text_config"), dict) else Gemma4ForCausalLM
-    model, info = cls.from_pretrained(ckpt_dir, dtype=dtype, attn_implementation="eager",
-                                      output_loading_info=True, local_files_only=True)
-    model.eval()
-    return model, info
+    return oc.load_checkpoint(ckpt_dir, Gemma4ForCausalLM, Gemma4ForConditionalGeneration, dtype)
 
 
 def hf_forward(model, ids, hidden=False):
@@ -350,51 +251,23 @@ def hf_forward(model, ids, hidden=False):
     x0 and [i+1] = the output of decoder layer i (after layer_scalar). (transformers' own
     output_hidden_states replaces the last entry by the final-normed state.)
     """
-    x = torch.tensor([ids], dtype=torch.long)
-    states, hooks = [], []
-    if hidden:
-        from transformers.models.gemma4 import modeling_gemma4 as mg
+    if not hidden:
+        return oc.hf_forward(model, ids)
+    from transformers.models.gemma4 import modeling_gemma4 as mg
 
-        base = model.model.language_model if hasattr(model.model, "language_model") else model.model
-        hooks.append(base.embed_tokens.register_forward_hook(lambda m, i, o: states.append(o[0].float().numpy())))
-        for layer in base.layers:
-            assert isinstance(layer, mg.Gemma4TextDecoderLayer)
-            hooks.append(layer.register_forward_hook(
-                lambda m, i, o: states.append((o[0] if isinstance(o, tuple) else o)[0].float().numpy())))
+    states, hooks = [], []
+    base = oc.decoder_of(model)
+    hooks.append(base.embed_tokens.register_forward_hook(lambda m, i, o: states.append(o[0].float().numpy())))
+    for layer in base.layers:
+        assert isinstance(layer, mg.Gemma4TextDecoderLayer)
+        hooks.append(layer.register_forward_hook(
+            lambda m, i, o: states.append((o[0] if isinstance(o, tuple) else o)[0].float().numpy())))
     try:
-        out = model(input_ids=x, use_cache=False)
+        logits = oc.hf_forward(model, ids)
     finally:
         for h in hooks:
             h.remove()
-    logits = out.logits[0].float().numpy().astype(np.float32)
-    if hidden:
-        return logits, np.stack(states)
-    return logits
-
-
-def hf_greedy(model, ids, n_new):
-    """Greedy decode through transformers' KV cache: prefill the prompt, then one token at a time.
-
-    Returns (new_ids, step_logits [n_new, vocab], prefill_logits [T, vocab]).
-    """
-    from transformers import DynamicCache
-
-    cache = DynamicCache(config=text_config_of(model))
-    x = torch.tensor([ids], dtype=torch.long)
-    out = model(input_ids=x, cache=cache, use_cache=True)
-    prefill = out.logits[0].float().numpy()
-    cache = out.cache
-    rows = [prefill[-1]]
-    new = []
-    for k in range(n_new):
-        nxt = int(np.argmax(rows[-1]))
-        new.append(nxt)
-        if k == n_new - 1:
-            break
-        out = model(input_ids=torch.tensor([[nxt]], dtype=torch.long), cache=cache, use_cache=True)
-        cache = out.cache
-        rows.append(out.logits[0, -1].float().numpy())
-    return new, np.stack(rows).astype(np.float32), prefill.astype(np.float32)
+    return logits, np.stack(states)
 
 
 def kv_donors(tc):
@@ -409,9 +282,8 @@ def kv_donors(tc):
 
 def layer_geometry(model):
     """Per-layer (head_dim, q heads, kv heads, mlp width) as transformers built them."""
-    base = model.model.language_model if hasattr(model.model, "language_model") else model.model
     out = []
-    for layer in base.layers:
+    for layer in oc.decoder_of(model).layers:
         a = layer.self_attn
         nq = a.q_proj.out_features // a.head_dim
         out.append({
@@ -428,33 +300,12 @@ def layer_geometry(model):
 # ---------------------------------------------------------------------------------------------
 # diagnostic: transformers' graph with every fp32 island removed (float64 end to end)
 # ---------------------------------------------------------------------------------------------
-# In a float64 run transformers still computes RMSNorm in fp32 (`.float()`), the attention
-# softmax in fp32 (`dtype=torch.float32`) and RoPE angles in fp32 (fp32 inv_freq * fp32
-# positions). The three patches below keep exactly the same formulas in float64, so that
-# transformers' model and the NumPy reference can be compared to ~1e-12 instead of to fp32
-# noise: any semantic difference between the two oracles then stands out by many orders.
+# The RMSNorm and RoPE-frequency halves of oracle_common's float64 patches (see there): Gemma 4's
+# norm is x * w (weightless where with_scale is off) and its full layers use proportional RoPE.
 
 def _rms_forward_f64(self, x):
     y = x * torch.pow(x.pow(2).mean(-1, keepdim=True) + self.eps, -0.5)
     return y * self.weight if self.with_scale else y
-
-
-def _eager_attention_f64(module, query, key, value, attention_mask, dropout=0.0, scaling=None, softcap=None,
-                         **kwargs):
-    from transformers.models.gemma4 import modeling_gemma4 as mg
-
-    if scaling is None:
-        scaling = module.head_dim ** -0.5
-    k = mg.repeat_kv(key, module.num_key_value_groups)
-    v = mg.repeat_kv(value, module.num_key_value_groups)
-    w = torch.matmul(query, k.transpose(2, 3)) * scaling
-    if softcap is not None:
-        w = torch.tanh(w / softcap) * softcap
-    if attention_mask is not None:
-        w = w + attention_mask
-    w = torch.nn.functional.softmax(w, dim=-1)          # no fp32 upcast
-    out = torch.matmul(w, v).transpose(1, 2).contiguous()
-    return out, w
 
 
 def _inv_freq_f64(rope_params, half):
@@ -469,34 +320,16 @@ def _inv_freq_f64(rope_params, half):
     return inv / float(rope_params.get("factor", 1.0))
 
 
-def _rope_forward_f64(self, x, position_ids, layer_type):
-    inv32 = getattr(self, f"{layer_type}_inv_freq")
-    inv64 = torch.from_numpy(_inv_freq_f64(self.config.rope_parameters[layer_type], inv32.shape[-1]))
-    # the float64 formula must round to exactly what transformers computed in fp32
-    if not torch.allclose(inv64.float(), inv32.float(), rtol=2.0 ** -22, atol=0.0):
-        raise RuntimeError(f"{layer_type}: transformers' inv_freq differs from the formula: {inv32} vs {inv64}")
-    freqs = position_ids[..., None].to(torch.float64) * inv64
-    emb = torch.cat((freqs, freqs), dim=-1)
-    scale = getattr(self, f"{layer_type}_attention_scaling")
-    return (emb.cos() * scale).to(x.dtype), (emb.sin() * scale).to(x.dtype)
-
-
 def hf_float64_logits(ckpt_dir, ids):
     """(logits float64 [T, vocab], embed scale actually used) from transformers with float64 patches."""
     from transformers.models.gemma4 import modeling_gemma4 as mg
 
-    saved = (mg.Gemma4RMSNorm.forward, mg.eager_attention_forward, mg.Gemma4TextRotaryEmbedding.forward)
-    mg.Gemma4RMSNorm.forward = _rms_forward_f64
-    mg.eager_attention_forward = _eager_attention_f64
-    mg.Gemma4TextRotaryEmbedding.forward = _rope_forward_f64
-    try:
-        model, _ = load(ckpt_dir, dtype=torch.float64)
-        out = model(input_ids=torch.tensor([ids], dtype=torch.long), use_cache=False)
-        emb = model.get_input_embeddings()
-        scale = float(emb.embed_scale.to(emb.weight.dtype))
-        return out.logits[0].numpy().astype(np.float64), scale
-    finally:
-        mg.Gemma4RMSNorm.forward, mg.eager_attention_forward, mg.Gemma4TextRotaryEmbedding.forward = saved
+    return oc.float64_logits(load, ckpt_dir, ids, [
+        (mg.Gemma4RMSNorm, "forward", _rms_forward_f64),
+        (mg, "eager_attention_forward", oc.eager_attention_f64(mg.repeat_kv)),
+        # the float64 formula must round to exactly what transformers computed in fp32
+        (mg.Gemma4TextRotaryEmbedding, "forward", oc.rope_forward_f64(_inv_freq_f64, rtol=2.0 ** -22)),
+    ])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -520,9 +353,7 @@ def normalized_copy(case_dir, tmp):
     transformers zero-pads the keys ("05", "11") once a model has a layer index >= 10;
     shared/reference/gemma4_ref.py looks them up as str(i) and misses them.
     """
-    with open(os.path.join(case_dir, "config.json")) as fh:
-        cfg = json.load(fh)
-    tc = cfg["text_config"] if isinstance(cfg.get("text_config"), dict) else cfg
+    cfg, tc = oc.read_config(case_dir)
     if tc.get("per_layer_config"):
         tc["per_layer_config"] = {str(int(k)): v for k, v in tc["per_layer_config"].items()}
     with open(os.path.join(tmp, "config.json"), "w") as fh:
@@ -547,32 +378,19 @@ def numpy_crosscheck(gref, case_dir, ids, hf_logits, hf_greedy_ids, hf_greedy_lo
     try:
         for mode in ("exact", "f32"):
             m = gref.Gemma4Text(read_dir, embed_scale_mode=mode)
-            ref = m.forward(ids)
-            d = float(np.max(np.abs(hf_logits.astype(np.float64) - ref)))
-            res[f"embed_scale_{mode}"] = {
-                "max_abs_diff": d,
-                "max_abs_diff_rel": rel(d, ref),
-                "argmax_equal_all_positions": bool((ref.argmax(-1) == hf_logits.argmax(-1)).all()),
-            }
+            res[f"embed_scale_{mode}"] = oc.compare_logits(hf_logits, m.forward(ids))
             if mode == "f32":
-                g = m.generate_greedy(ids, N_GREEDY, check=True, tol=1e-9)
-                dg = float(np.max(np.abs(hf_greedy_logits.astype(np.float64) - g["step_logits"])))
-                res["greedy"] = {
-                    "ids_equal": [int(t) for t in g["ids"]] == list(hf_greedy_ids),
-                    "step_logits_max_abs_diff": dg,
-                    "step_logits_max_abs_diff_rel": rel(dg, g["step_logits"]),
-                }
+                g = m.generate_greedy(ids, oc.N_GREEDY, check=True, tol=1e-9)
+                res["greedy"] = oc.compare_greedy(hf_greedy_ids, hf_greedy_logits, g["ids"], g["step_logits"])
         hf64, scale = hf_float64_logits(case_dir, ids)
-        H = text_config_of_dir(case_dir)["hidden_size"]
+        H = oc.read_config(case_dir)[1]["hidden_size"]
         mode = "exact" if scale == math.sqrt(H) else "f32"
         ref = gref.Gemma4Text(read_dir, embed_scale_mode=mode).forward(ids)
-        d64 = float(np.max(np.abs(hf64 - ref)))
         res["hf_float64_patched_vs_numpy"] = {
             "what": "transformers run in float64 with its fp32 islands (RMSNorm, softmax, RoPE angles) "
                     "patched to float64, vs the NumPy float64 reference with the same embed scale",
             "embed_scale_mode": mode,
-            "max_abs_diff": d64,
-            "max_abs_diff_rel": rel(d64, ref),
+            **oc.diff_record(hf64, ref),
         }
         res["ok"] = True
     except Exception as e:
@@ -589,35 +407,14 @@ def numpy_crosscheck(gref, case_dir, ids, hf_logits, hf_greedy_ids, hf_greedy_lo
 # ---------------------------------------------------------------------------------------------
 
 def build_case(name, spec, out_root, gref):
-    case_dir = os.path.join(out_root, name)
-    if os.path.isdir(case_dir):
-        shutil.rmtree(case_dir)
-    os.makedirs(case_dir)
-
+    case_dir = oc.fresh_dir(os.path.join(out_root, name))
     cfg, cls = build_config(spec)
     torch.manual_seed(spec["weight_seed"])         # HF's own init; everything is overwritten below
     model = cls(cfg).eval()
-    tc = text_config_of(model)
-    n_init = seeded_init(model, tc.hidden_size, spec["weight_seed"])
-    model.save_pretrained(case_dir)
-    saved = sorted(os.listdir(case_dir))
-    for f in saved:
-        os.chmod(os.path.join(case_dir, f), 0o644)     # save_pretrained creates the weights 0600
-    allowed = {"config.json", "generation_config.json", "model.safetensors"}
-    if not set(saved) <= allowed or "model.safetensors" not in saved:
-        raise RuntimeError(f"{name}: save_pretrained wrote {saved}; expected a single model.safetensors")
-
+    n_init = seeded_init(model, oc.text_config_of(model).hidden_size, spec["weight_seed"])
     # Run what transformers LOADS from the files, not the in-memory object.
-    model_mem = model
-    model, info = load(case_dir)
-    bad = {k: v for k, v in info.items() if v}
-    if bad:
-        raise RuntimeError(f"{name}: reloading its own save reports {bad}")
-    sd_mem, sd_load = model_mem.state_dict(), model.state_dict()
-    for k, v in sd_mem.items():
-        if not torch.equal(v, sd_load[k]):
-            raise RuntimeError(f"{name}: tensor {k} changed in the save/load round trip")
-    tc = text_config_of(model)
+    model = oc.save_and_reload(model, case_dir, name, load)
+    tc = oc.text_config_of(model)
     vocab = tc.vocab_size
 
     ids = None
@@ -625,38 +422,23 @@ def build_case(name, spec, out_root, gref):
         pseed = spec["prompt_seed"] + attempt
         cand = prompt_for(spec["n_tokens"], vocab, pseed, bos=tc.bos_token_id)
         logits = hf_forward(model, cand)
-        g_ids, g_logits, prefill = hf_greedy(model, cand, N_GREEDY)
-        m_prompt, m_greedy = margins(logits), margins(g_logits)
-        if min(m_prompt.min(), m_greedy.min()) >= MIN_MARGIN:
+        g_ids, g_logits, prefill = oc.hf_greedy(model, cand, oc.N_GREEDY)
+        m_prompt, m_greedy = oc.margins(logits), oc.margins(g_logits)
+        if min(m_prompt.min(), m_greedy.min()) >= oc.MIN_MARGIN:
             ids = cand
             break
     if ids is None:
-        raise RuntimeError(f"{name}: no prompt seed with margins >= {MIN_MARGIN}")
+        raise RuntimeError(f"{name}: no prompt seed with margins >= {oc.MIN_MARGIN}")
 
-    # consistency of transformers with itself: cached prefill vs no-cache forward, and the
-    # cached greedy steps vs one full forward over prompt + generated ids
-    prefill_diff = float(np.max(np.abs(prefill - logits)))
-    full = hf_forward(model, ids + g_ids[:-1])
-    tail = full[len(ids) - 1:]
-    cache_diff = float(np.max(np.abs(tail - g_logits)))
-    if rel(cache_diff, tail) > AGREE_REL or not (tail.argmax(-1) == np.array(g_ids)).all():
-        raise RuntimeError(f"{name}: transformers' cached decode differs from its full forward by {cache_diff}")
-
-    with open(os.path.join(case_dir, "input_ids.json"), "w") as fh:
-        json.dump(ids, fh)
-        fh.write("\n")
-    write_f32(os.path.join(case_dir, "logits.f32"), logits)
-    write_f32(os.path.join(case_dir, "greedy_logits.f32"), g_logits)
+    self_check = oc.check_cached_decode(model, name, ids, logits, g_ids, g_logits, prefill)
+    oc.write_fixture_arrays(case_dir, ids, logits, g_logits)
 
     np_check = numpy_crosscheck(gref, case_dir, ids, logits, g_ids, g_logits) if gref else {
         "ok": False, "error": "shared/reference/gemma4_ref.py not found (pass --shared)"}
 
-    max_abs = float(np.max(np.abs(logits)))
     geom = layer_geometry(model)
-    with open(os.path.join(case_dir, "config.json")) as fh:
-        saved_cfg = json.load(fh)
-    with safetensors.safe_open(os.path.join(case_dir, "model.safetensors"), "np") as st:
-        tensor_names = list(st.keys())
+    saved_cfg, _ = oc.read_config(case_dir)
+    tensor_names = oc.tensor_names(os.path.join(case_dir, "model.safetensors"))
     meta = {
         "case": name,
         "description": spec["description"],
@@ -665,41 +447,7 @@ def build_case(name, spec, out_root, gref):
         "architectures": saved_cfg.get("architectures"),
         "tensor_prefix": "model.language_model." if spec["layout"] == "multimodal" else "model.",
         "n_tensors": len(tensor_names),
-        "input_ids": "input_ids.json",
-        "n_tokens": len(ids),
-        "vocab_size": vocab,
-        "files": {
-            "logits.f32": {
-                "shape": [len(ids), vocab],
-                "what": "transformers fp32 logits at every prompt position (no cache)",
-                "dtype": "float32 little-endian, row-major, no header",
-                "sha256": sha256(os.path.join(case_dir, "logits.f32")),
-            },
-            "greedy_logits.f32": {
-                "shape": [N_GREEDY, vocab],
-                "what": "row k: logits whose argmax is greedy id k (row 0 = logits[-1]); "
-                        "transformers' DynamicCache decode path",
-                "dtype": "float32 little-endian, row-major, no header",
-                "sha256": sha256(os.path.join(case_dir, "greedy_logits.f32")),
-            },
-            "model.safetensors": {"sha256": sha256(os.path.join(case_dir, "model.safetensors"))},
-        },
-        "argmax": [int(a) for a in logits.argmax(-1)],
-        "min_top1_top2_margin": float(m_prompt.min()),
-        "max_abs_logit": max_abs,
-        "greedy": {
-            "n_new": N_GREEDY,
-            "ids": [int(t) for t in g_ids],
-            "rule": "argmax (lowest id on an exact tie) of the last position, append, repeat; "
-                    "no stop tokens are applied (eos ids may appear)",
-            "min_top1_top2_margin": float(m_greedy.min()),
-        },
-        "tolerance": {
-            "fp32_engine": {"rel": FP32_REL_TOL, "max_abs_diff": FP32_REL_TOL * max_abs,
-                            "also": "argmax equal at every position; identical greedy ids"},
-            "note": "the reference itself is fp32 (transformers), not float64; its own rounding is in "
-                    "cross_check (vs the float64 NumPy reference), far below the tolerance",
-        },
+        **oc.fixture_records(case_dir, ids, vocab, logits, g_ids, m_prompt, m_greedy),
         "model": {
             "layer_types": "".join("F" if t == FULL else "S" for t in tc.layer_types),
             "kv_donors": {str(k): v for k, v in kv_donors(tc).items()},
@@ -713,15 +461,11 @@ def build_case(name, spec, out_root, gref):
             "embed_scale_used": float(np.float32(math.sqrt(tc.hidden_size))),
             "lm_head_weight_stored": "lm_head.weight" in tensor_names,
         },
-        "cross_check": {
-            "numpy_reference": np_check,
-            "hf_cached_prefill_vs_no_cache_max_abs_diff": prefill_diff,
-            "hf_cached_greedy_vs_full_forward_max_abs_diff": cache_diff,
-        },
+        "cross_check": {"numpy_reference": np_check, **self_check},
         "generator": {
             "script": "scripts/make_reference.py",
             "command": f".venv-oracle/bin/python scripts/make_reference.py --out tests/data/hf --case {name}",
-            **versions(),
+            **oc.versions(),
             "seed": spec["weight_seed"],
             "prompt_seed": pseed,
             "init": "make_tiny.py scheme: projections N(0,1/fan_in), norms 1+0.1N(0,1), q/k norms "
@@ -732,15 +476,13 @@ def build_case(name, spec, out_root, gref):
             "torch_threads": torch.get_num_threads(),
         },
     }
-    with open(os.path.join(case_dir, "meta.json"), "w") as fh:
-        json.dump(meta, fh, indent=2)
-        fh.write("\n")
+    oc.write_json(os.path.join(case_dir, "meta.json"), meta, indent=2)
 
-    size = sum(os.path.getsize(os.path.join(case_dir, f)) for f in os.listdir(case_dir))
+    size = oc.dir_bytes(case_dir)
     npx = np_check.get("embed_scale_exact", {})
     npf = np_check.get("embed_scale_f32", {})
     print(f"{name:13s} {spec['layout']:10s} T={len(ids):2d} {size/1e6:.2f} MB  min margin "
-          f"{min(m_prompt.min(), m_greedy.min()):.3f}  max|logit| {max_abs:.3f}  "
+          f"{min(m_prompt.min(), m_greedy.min()):.3f}  max|logit| {meta['max_abs_logit']:.3f}  "
           f"|HF-numpy| exact {npx.get('max_abs_diff_rel', float('nan')):.2e}  "
           f"f32-scales {npf.get('max_abs_diff_rel', float('nan')):.2e}  "
           f"float64 {np_check.get('hf_float64_patched_vs_numpy', {}).get('max_abs_diff_rel', float('nan')):.1e} (rel)  "
@@ -763,9 +505,9 @@ def check_golden_case(case_dir):
     with open(os.path.join(case_dir, "input_ids.json")) as fh:
         ids = [int(t) for t in json.load(fh)]
     model, info = load(case_dir)
-    tc = text_config_of(model)
+    tc = oc.text_config_of(model)
     T, V, H, L = len(ids), tc.vocab_size, tc.hidden_size, tc.num_hidden_layers
-    ref = read_f32(os.path.join(case_dir, "logits.f32"), (T, V)).astype(np.float64)
+    ref = oc.read_f32(os.path.join(case_dir, "logits.f32"), (T, V)).astype(np.float64)
     logits, hidden = hf_forward(model, ids, hidden=True)
     d = float(np.max(np.abs(logits - ref)))
     row = {
@@ -773,7 +515,7 @@ def check_golden_case(case_dir):
         "weights": meta.get("checkpoint", {}).get("dtype"),
         "T": T,
         "max_abs_diff": d,
-        "rel": rel(d, ref),
+        "rel": oc.rel(d, ref),
         "max_abs_ref": float(np.max(np.abs(ref))),
         "argmax_equal": bool((logits.argmax(-1) == ref.argmax(-1)).all()),
         "n_argmax_diff": int((logits.argmax(-1) != ref.argmax(-1)).sum()),
@@ -784,12 +526,12 @@ def check_golden_case(case_dir):
     # transformers in float64 (fp32 islands patched): isolates semantic differences from rounding
     hf64, scale = hf_float64_logits(case_dir, ids)
     d64 = float(np.max(np.abs(hf64 - ref)))
-    row["hf_float64_patched"] = {"max_abs_diff": d64, "rel": rel(d64, ref), "embed_scale": scale,
+    row["hf_float64_patched"] = {"max_abs_diff": d64, "rel": oc.rel(d64, ref), "embed_scale": scale,
                                  "embed_scale_exact": scale == math.sqrt(H)}
     # hidden states: golden hidden.f32 is [L+1, T, H] = x0 and the output of every layer
     hpath = os.path.join(case_dir, "hidden.f32")
     if os.path.isfile(hpath):
-        gh = read_f32(hpath, (L + 1, T, H)).astype(np.float64)
+        gh = oc.read_f32(hpath, (L + 1, T, H)).astype(np.float64)
         hh = hidden.astype(np.float64)
         assert hh.shape == gh.shape, (hh.shape, gh.shape)
         per = [float(np.max(np.abs(hh[i] - gh[i])) / np.max(np.abs(gh[i]))) for i in range(L + 1)]
@@ -799,21 +541,21 @@ def check_golden_case(case_dir):
     gpath = os.path.join(case_dir, "greedy_logits.f32")
     if "greedy" in meta and os.path.isfile(gpath):
         n = meta["greedy"]["n_new"]
-        g_ids, g_logits, _ = hf_greedy(model, ids, n)
-        gref = read_f32(gpath, (n, V)).astype(np.float64)
+        g_ids, g_logits, _ = oc.hf_greedy(model, ids, n)
+        gref = oc.read_f32(gpath, (n, V)).astype(np.float64)
         dg = float(np.max(np.abs(g_logits - gref)))
         row["greedy_ids_equal"] = list(g_ids) == list(meta["greedy"]["ids"])
         row["greedy_max_abs_diff"] = dg
-        row["greedy_rel"] = rel(dg, gref)
+        row["greedy_rel"] = oc.rel(dg, gref)
     # tiny-bf16: transformers actually run in bfloat16, against the bf16-embed-scale reference
     bpath = os.path.join(case_dir, "logits_bf16_embed_scales.f32")
     if os.path.isfile(bpath):
         mb, _ = load(case_dir, dtype=torch.bfloat16)
         lb = hf_forward(mb, ids)
-        refb = read_f32(bpath, (T, V)).astype(np.float64)
+        refb = oc.read_f32(bpath, (T, V)).astype(np.float64)
         db = float(np.max(np.abs(lb - refb)))
         row["hf_bf16_run"] = {
-            "max_abs_diff": db, "rel": rel(db, refb),
+            "max_abs_diff": db, "rel": oc.rel(db, refb),
             "n_argmax_diff": int((lb.argmax(-1) != refb.argmax(-1)).sum()),
         }
     return row
@@ -846,11 +588,11 @@ def check_golden(golden_root, names=None):
             b = r["hf_bf16_run"]
             print(f"{'':16s}     info: transformers run in bf16 vs logits_bf16_embed_scales.f32: "
                   f"max|diff| {b['max_abs_diff']:.3f} (rel {b['rel']:.3f}), argmax differs at {b['n_argmax_diff']} positions")
-    verdict = "AGREE" if worst <= AGREE_REL and all(r["argmax_equal"] and r.get("greedy_ids_equal", True)
+    verdict = "AGREE" if worst <= oc.AGREE_REL and all(r["argmax_equal"] and r.get("greedy_ids_equal", True)
                                                     for r in rows) else "DISAGREE"
     print("f64 rel: transformers run in float64 with its fp32 islands patched (RMSNorm, softmax, RoPE angles) vs "
           "logits.f32 (float64 rounded once to float32: ~3e-8 is the floor)")
-    print(f"worst relative diff {worst:.2e} (threshold {AGREE_REL:.0e}): the two oracles {verdict}")
+    print(f"worst relative diff {worst:.2e} (threshold {oc.AGREE_REL:.0e}): the two oracles {verdict}")
     return rows, verdict
 
 
@@ -863,15 +605,15 @@ def main(argv=None):
     ap.add_argument("--check-golden", metavar="GOLDEN_DIR",
                     help="load every golden case in transformers and compare with its logits")
     ap.add_argument("--golden-case", action="append", help="with --check-golden: only this case")
-    ap.add_argument("--shared", default=os.path.join(os.path.dirname(REPO), "shared"),
+    ap.add_argument("--shared", default=os.path.join(os.path.dirname(oc.REPO), "shared"),
                     help="the shared/ folder holding reference/gemma4_ref.py (default: ../shared)")
     ap.add_argument("--json", help="also write the --check-golden table as JSON here")
     args = ap.parse_args(argv)
     if not args.out and not args.check_golden:
         ap.error("give --out and/or --check-golden")
 
-    setup_torch()
-    print("versions:", json.dumps(versions()))
+    oc.setup_torch()
+    print("versions:", json.dumps(oc.versions()))
     status = 0
     if args.out:
         gref = import_numpy_ref(args.shared)
@@ -882,12 +624,11 @@ def main(argv=None):
         for name in (args.case or list(CASES)):
             meta = build_case(name, CASES[name], args.out, gref)
             npc = meta["cross_check"]["numpy_reference"]
-            if npc.get("ok") and npc["embed_scale_f32"]["max_abs_diff_rel"] > AGREE_REL:
+            if npc.get("ok") and npc["embed_scale_f32"]["max_abs_diff_rel"] > oc.AGREE_REL:
                 print(f"  FINDING: {name}: transformers and NumPy differ by "
                       f"{npc['embed_scale_f32']['max_abs_diff_rel']:.2e} of max|logit|")
                 status = 1
-            d = os.path.join(args.out, name)
-            total += sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d))
+            total += oc.dir_bytes(os.path.join(args.out, name))
         print(f"total {total/1e6:.2f} MB under {args.out}")
     if args.check_golden:
         rows, verdict = check_golden(args.check_golden, args.golden_case)

@@ -1,5 +1,6 @@
-// Fuzzes the checkpoint's JSON configuration: config.json (LoadModelConfig, model/config.h;
-// LoadQuantizationConfig, loader/compressed_tensors.h) and
+// Fuzzes the checkpoint's JSON configuration: config.json (Checkpoint::Open, loader/
+// checkpoint.h, then both architectures' readers, model/gemma4/config.h and model/gemma3/
+// config.h; LoadQuantizationConfig, loader/compressed_tensors.h) and
 // generation_config.json / tokenizer_config.json (ReadSpecialTokenIds, tokenizer/
 // special_tokens.h). The input is split at NUL bytes into up to three files, in that order; a
 // missing part means the file is absent. JSON text cannot hold a raw NUL, so a seed made of
@@ -16,7 +17,9 @@
 #include "core/log.h"
 #include "fuzz/fuzz_util.h"
 #include "loader/compressed_tensors.h"
-#include "model/config.h"
+#include "loader/checkpoint.h"
+#include "model/gemma3/config.h"
+#include "model/gemma4/config.h"
 #include "tokenizer/special_tokens.h"
 
 namespace {
@@ -71,17 +74,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     rest = nul == std::string_view::npos ? std::string_view() : rest.substr(nul + 1);
   }
 
-  auto config = g4::LoadModelConfig(dir->path);
-  if (config.ok()) {
-    const g4::ModelConfig& c = *config;
-    G4_FUZZ_CHECK(c.num_layers > 0 && c.layers.size() == static_cast<size_t>(c.num_layers));
-    for (const g4::LayerConfig& l : c.layers) {
-      G4_FUZZ_CHECK(l.kv_source >= 0 && l.kv_source <= l.index);
-      G4_FUZZ_CHECK(l.head_dim > 0 && l.n_kv_heads > 0 && l.n_heads % l.n_kv_heads == 0);
-      G4_FUZZ_CHECK(c.InvFreq(l).size() == static_cast<size_t>(l.head_dim / 2));
-    }
+  g4::Checkpoint::OpenOptions json_only;
+  json_only.weights = false;
+  auto ckpt = g4::Checkpoint::Open(dir->path, json_only);
+  if (!ckpt.ok()) {
+    G4_FUZZ_CHECK(!ckpt.status().message().empty());
   } else {
-    G4_FUZZ_CHECK(!config.status().message().empty());
+    for (auto read : {&g4::Gemma4ConfigFromCheckpoint, &g4::Gemma3ConfigFromCheckpoint}) {
+      auto config = read(**ckpt);
+      if (!config.ok()) {
+        G4_FUZZ_CHECK(!config.status().message().empty());
+        continue;
+      }
+      const g4::ModelConfig& c = *config;
+      G4_FUZZ_CHECK(c.num_layers > 0 && c.layers.size() == static_cast<size_t>(c.num_layers));
+      for (const g4::LayerConfig& l : c.layers) {
+        G4_FUZZ_CHECK(l.kv_source >= 0 && l.kv_source <= l.index);
+        G4_FUZZ_CHECK(l.head_dim > 0 && l.n_kv_heads > 0 && l.n_heads % l.n_kv_heads == 0);
+        G4_FUZZ_CHECK(c.InvFreq(l).size() == static_cast<size_t>(l.head_dim / 2));
+      }
+    }
   }
 
   auto quant = g4::LoadQuantizationConfig(dir->path);

@@ -44,4 +44,19 @@ StatusOr<LoadedModel> LoadModelLogged(const ModelFlags& flags, const Backend& ba
   return m;
 }
 
+StatusOr<TextSession> OpenTextSession(const ModelFlags& flags) {
+  TextSession s;
+  G4_ASSIGN_OR_RETURN(s.backend, OpenBackend(flags));
+  G4_ASSIGN_OR_RETURN(s.loaded, LoadModelLogged(flags, *s.backend));
+  auto tok = LoadModelTokenizer(*s.loaded.checkpoint);
+  if (!tok.ok()) return tok.status().WithContext("tokenizer of " + flags.path);
+  s.tokenizer = std::move(*tok);
+  return s;
+}
+
+int LogFailure(const Status& status) {
+  LogError(status.ToString());
+  return 1;
+}
+
 }  // namespace g4::cli

@@ -15,6 +15,7 @@
 #include "model/causal_lm.h"
 #include "model/load_options.h"
 #include "ops/backend.h"
+#include "tokenizer/model_tokenizer.h"
 
 namespace g4::cli {
 
@@ -46,5 +47,18 @@ StatusOr<LoadOptions> LoadOptionsFor(const ModelFlags& flags, const Backend& bac
 // Opens --model, loads its architecture's model for `backend` and logs
 // "model architecture=gemma3 weights=q5_0+q8_0+f32 head=q8_0".
 StatusOr<LoadedModel> LoadModelLogged(const ModelFlags& flags, const Backend& backend);
+
+// What a text command starts with, in this order: the backend (its policy line first), the
+// model, and the tokenizer and chat style from the same checkpoint (a GGUF file carries both).
+struct TextSession {
+  std::unique_ptr<Backend> backend;
+  LoadedModel loaded;
+  ModelTokenizer tokenizer;
+  const CausalLM& model() const { return *loaded.model; }
+};
+StatusOr<TextSession> OpenTextSession(const ModelFlags& flags);
+
+// Logs `status` as an error and returns the exit code 1.
+int LogFailure(const Status& status);
 
 }  // namespace g4::cli

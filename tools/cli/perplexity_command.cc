@@ -13,7 +13,6 @@
 #include "commands.h"
 #include "core/log.h"
 #include "runtime/perplexity.h"
-#include "tokenizer/model_tokenizer.h"
 
 namespace g4::cli {
 namespace {
@@ -25,35 +24,28 @@ struct PerplexityArgs {
 };
 
 int Run(PerplexityArgs& a) {
-  auto fail = [](const Status& s) {
-    LogError(s.ToString());
-    return 1;
-  };
-  auto backend = OpenBackend(a.model);  // first: its policy line, a device error
-  if (!backend.ok()) return fail(backend.status());
-  auto loaded = LoadModelLogged(a.model, **backend);
-  if (!loaded.ok()) return fail(loaded.status());
-  auto model_tok = LoadModelTokenizer(*loaded->checkpoint);
-  if (!model_tok.ok()) return fail(model_tok.status().WithContext("tokenizer of " + a.model.path));
+  auto session = OpenTextSession(a.model);
+  if (!session.ok()) return LogFailure(session.status());
   std::ifstream in(a.file, std::ios::binary);
-  if (!in) return fail(NotFound("--file " + a.file + ": cannot be read"));
+  if (!in) return LogFailure(NotFound("--file " + a.file + ": cannot be read"));
   std::stringstream buf;
   buf << in.rdbuf();
   std::string text = buf.str();
   if (!text.empty() && text.back() == '\n') text.pop_back();  // as llama-perplexity reads -f
   // As llama-perplexity tokenizes: BOS when the model adds one, special tokens as plain text.
-  const Tokenizer& tok = *model_tok->tokenizer;
+  const Tokenizer& tok = *session->tokenizer.tokenizer;
   const bool add_bos = tok.special_ids().add_bos_token && tok.special_ids().bos >= 0;
   const std::vector<int32_t> tokens =
       tok.Encode(text, EncodeOptions{/*parse_special=*/false, add_bos});
   a.options.bos = add_bos ? tok.special_ids().bos : -1;
   LogInfo("perplexity: " + std::to_string(tokens.size()) + " tokens; chunks of " +
           std::to_string(a.options.ctx) + ", the second half of each scored");
-  auto r = Perplexity(*loaded->model, **backend, tokens, a.options, [](int done, int, double ppl) {
+  auto r = Perplexity(session->model(), *session->backend, tokens, a.options,
+                      [](int done, int, double ppl) {
     std::printf("%s[%d]%.4f", done > 1 ? "," : "", done, ppl);
     std::fflush(stdout);
   });
-  if (!r.ok()) return fail(r.status());
+  if (!r.ok()) return LogFailure(r.status());
   std::printf("\nFinal estimate: PPL = %.4f (%d chunks of %d, %lld tokens scored)\n", r->ppl(),
               r->chunks, a.options.ctx, static_cast<long long>(r->scored));
   if (!a.json_path.empty()) {
@@ -67,7 +59,7 @@ int Run(PerplexityArgs& a) {
     j["running"] = r->running_ppl;
     std::ofstream f(a.json_path);
     f << j.dump(2) << "\n";
-    if (!f) return fail(IoError("cannot write " + a.json_path));
+    if (!f) return LogFailure(IoError("cannot write " + a.json_path));
   }
   return 0;
 }

@@ -25,18 +25,12 @@ struct RunArgs {
 };
 
 int Run(RunArgs& a) {
-  auto fail = [](const Status& s) {
-    LogError(s.ToString());
-    return 1;
-  };
-  auto backend = OpenBackend(a.model);  // first: its policy line, a device error
-  if (!backend.ok()) return fail(backend.status());
-  auto loaded = LoadModelLogged(a.model, **backend);
-  if (!loaded.ok()) return fail(loaded.status());
-  const CausalLM& model = *loaded->model;
-  // A .gguf model carries its tokenizer and chat template in its metadata.
-  auto model_tok = LoadModelTokenizer(*loaded->checkpoint);
-  if (!model_tok.ok()) return fail(model_tok.status().WithContext("tokenizer of " + a.model.path));
+  auto fail = LogFailure;
+  auto session = OpenTextSession(a.model);
+  if (!session.ok()) return fail(session.status());
+  const CausalLM& model = session->model();
+  Backend& backend = *session->backend;
+  ModelTokenizer* model_tok = &session->tokenizer;
   const std::unique_ptr<Tokenizer>* tok = &model_tok->tokenizer;
 
   std::vector<int32_t> prompt;
@@ -80,7 +74,7 @@ int Run(RunArgs& a) {
       if (done == total) std::fprintf(stderr, "\n");
     };
   }
-  auto r = Generate(model, **backend, prompt, options, cb);
+  auto r = Generate(model, backend, prompt, options, cb);
   if (!r.ok()) return fail(r.status());
   const std::string tail = decoder.Finish();
   std::fwrite(tail.data(), 1, tail.size(), stdout);

@@ -44,10 +44,7 @@ SamplingParams GenerationDefaults(const Checkpoint& checkpoint) {
 }
 
 int Run(ServeArgs& a) {
-  auto fail = [](const Status& s) {
-    LogError(s.ToString());
-    return 1;
-  };
+  auto fail = LogFailure;
   // Signals go to the waiting main thread only (blocked before any thread starts).
   sigset_t signals;
   sigemptyset(&signals);
@@ -55,16 +52,11 @@ int Run(ServeArgs& a) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  auto backend = OpenBackend(a.model);  // first: its policy line, a device error
-  if (!backend.ok()) return fail(backend.status());
-  auto loaded = LoadModelLogged(a.model, **backend);
-  if (!loaded.ok()) return fail(loaded.status());
-  const CausalLM& model = *loaded->model;
-  // A .gguf model carries its tokenizer and chat template in its metadata.
-  auto model_tok = LoadModelTokenizer(*loaded->checkpoint);
-  if (!model_tok.ok()) return fail(model_tok.status().WithContext("tokenizer of " + a.model.path));
-  const std::unique_ptr<Tokenizer>* tokenizer = &model_tok->tokenizer;
-  const ChatStyle* style = &model_tok->chat_style;
+  auto session = OpenTextSession(a.model);  // the device policy line first
+  if (!session.ok()) return fail(session.status());
+  const CausalLM& model = session->model();
+  const std::unique_ptr<Tokenizer>* tokenizer = &session->tokenizer.tokenizer;
+  const ChatStyle* style = &session->tokenizer.chat_style;
   const ModelInfo& info = model.info();
   if (a.engine.ctx_size > info.max_context) {
     return fail(InvalidArgument("--ctx-size " + std::to_string(a.engine.ctx_size) +
@@ -81,12 +73,12 @@ int Run(ServeArgs& a) {
                                   : a.served_name;
   if (state.defaults.model_name.empty()) state.defaults.model_name = "g4";
   state.defaults.max_model_len = a.engine.ctx_size;
-  state.defaults.sampling = GenerationDefaults(*loaded->checkpoint);
+  state.defaults.sampling = GenerationDefaults(*session->loaded.checkpoint);
   state.defaults.stop_token_ids.assign(info.eos_ids.begin(), info.eos_ids.end());
 
   Metrics metrics(state.defaults.model_name);
   MetricsObserver observer(&metrics);
-  Engine engine(model, **backend, tokenizer->get(), a.engine, &observer);
+  Engine engine(model, *session->backend, tokenizer->get(), a.engine, &observer);
   LogInfo(engine.DescribeKvCache() + "; up to " + std::to_string(a.engine.max_batch) +
           " sequences");
   Server server(a.server, &metrics);

@@ -53,6 +53,18 @@ StatusOr<std::vector<int64_t>> GgufShapeOf(const GgufFile& f, const char* name) 
   return t->shape;
 }
 
+Status GgufAttentionKeys(const GgufMeta& m, ModelConfig* c) {
+  G4_ASSIGN_OR_RETURN(c->sliding_window, m.Int("attention.sliding_window"));
+  G4_ASSIGN_OR_RETURN(c->rms_norm_eps, m.FloatOr("attention.layer_norm_rms_epsilon", 1e-6));
+  G4_ASSIGN_OR_RETURN(c->final_logit_softcap, m.FloatOr("final_logit_softcapping", 0.0));
+  G4_ASSIGN_OR_RETURN(c->max_position_embeddings, m.IntOr("context_length", 131072));
+  if (c->sliding_window <= 0 || c->max_position_embeddings <= 0) {
+    return m.Err(m.Key("attention.sliding_window") + " and " + m.Key("context_length") +
+                 " must be > 0");
+  }
+  return Status::Ok();
+}
+
 Status GgufVocabulary(const GgufMeta& m, ModelConfig* c) {
   const GgufFile& f = m.file();
   G4_ASSIGN_OR_RETURN(const std::vector<int64_t> embd, GgufShapeOf(f, "token_embd.weight"));

@@ -40,6 +40,10 @@ class GgufMeta {
 // The tensor's PyTorch shape, or NotFound naming it.
 StatusOr<std::vector<int64_t>> GgufShapeOf(const GgufFile& f, const char* name);
 
+// The keys every Gemma reads alike: attention.sliding_window, attention.layer_norm_rms_epsilon,
+// final_logit_softcapping and context_length (window and context must be > 0).
+Status GgufAttentionKeys(const GgufMeta& m, ModelConfig* c);
+
 // c->vocab_size from token_embd.weight ([n_vocab, hidden]), which tokenizer.ggml.tokens (when
 // present) must match.
 Status GgufVocabulary(const GgufMeta& m, ModelConfig* c);

@@ -170,14 +170,7 @@ StatusOr<ModelConfig> Gemma3ConfigFromGguf(const GgufFile& f) {
     return Unimplemented(path + ": gemma3.attention.value_length differs from key_length (g4 "
                          "needs K and V head dims equal)");
   }
-  G4_ASSIGN_OR_RETURN(c.sliding_window, m.Int("attention.sliding_window"));
-  G4_ASSIGN_OR_RETURN(c.rms_norm_eps, m.FloatOr("attention.layer_norm_rms_epsilon", 1e-6));
-  G4_ASSIGN_OR_RETURN(c.final_logit_softcap, m.FloatOr("final_logit_softcapping", 0.0));
-  G4_ASSIGN_OR_RETURN(c.max_position_embeddings, m.IntOr("context_length", 131072));
-  if (c.sliding_window <= 0 || c.max_position_embeddings <= 0 || c.intermediate_size <= 0) {
-    return m.Err("gemma3.attention.sliding_window, context_length and feed_forward_length must "
-                 "be > 0");
-  }
+  G4_RETURN_IF_ERROR(GgufAttentionKeys(m, &c));
   // llama.cpp: 1/sqrt(key_length), except the 27B (62 layers): 1/sqrt(hidden / heads).
   const double query_scalar =
       c.num_layers == 62 ? static_cast<double>(c.hidden_size) / c.num_heads : c.head_dim;

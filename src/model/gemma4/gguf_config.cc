@@ -112,14 +112,8 @@ StatusOr<ModelConfig> Gemma4ConfigFromGguf(const GgufFile& f) {
   c.num_heads = n_heads[0];
   G4_ASSIGN_OR_RETURN(c.num_kv_shared_layers, m.IntOr("attention.shared_kv_layers", 0));
   G4_ASSIGN_OR_RETURN(c.ple_width, m.IntOr("embedding_length_per_layer_input", 0));
-  G4_ASSIGN_OR_RETURN(c.sliding_window, m.Int("attention.sliding_window"));
-  G4_ASSIGN_OR_RETURN(c.rms_norm_eps, m.FloatOr("attention.layer_norm_rms_epsilon", 1e-6));
-  G4_ASSIGN_OR_RETURN(c.final_logit_softcap, m.FloatOr("final_logit_softcapping", 0.0));
-  G4_ASSIGN_OR_RETURN(c.max_position_embeddings, m.IntOr("context_length", 131072));
-  if (c.num_heads <= 0 || c.sliding_window <= 0 || c.max_position_embeddings <= 0) {
-    return m.Err("gemma4.attention.head_count, attention.sliding_window and context_length "
-                 "must be > 0");
-  }
+  G4_RETURN_IF_ERROR(GgufAttentionKeys(m, &c));
+  if (c.num_heads <= 0) return m.Err("gemma4.attention.head_count must be > 0");
   if (c.num_kv_shared_layers >= L) {
     return m.Err("gemma4.attention.shared_kv_layers (" + std::to_string(c.num_kv_shared_layers) +
                  ") must leave at least one layer that computes K/V");
