@@ -1,12 +1,13 @@
 // Continuous batching at the model level: sequences stacked in one ForwardBatch (different
 // lengths, positions, prefill chunks mixed with decode steps) get the same logits as each run
-// alone — no sequence's output depends on its batch-mates.
+// alone — no sequence's output depends on its batch-mates. For every architecture: a tiny
+// Gemma 4 and the Gemma 3 270M-like transformers fixture (both with a window of 8).
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
 #include "common/temp_path.h"
-#include "model/gemma4/model.h"
+#include "model/registry.h"
 #include "model/gemma4/synthetic.h"
 #include "runtime/kv_cache/kv_cache.h"
 #include "runtime/prefill.h"
@@ -16,7 +17,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::unique_ptr<Gemma4Model> TinyModel() {
+std::unique_ptr<CausalLM> LoadNamed(const std::string& name) {
+  if (name == "gemma3") {
+    auto m = LoadCausalLM(std::string(G4_SOURCE_DIR) +
+                          "/tests/data/hf-gemma3/hf-gemma3-270m-like");
+    return m.ok() ? std::move(*m) : nullptr;
+  }
   const fs::path dir = testing::ProcessTempPath("g4_batch_tiny");
   if (!fs::exists(dir / "config.json")) {
     SyntheticOptions o;
@@ -25,7 +31,7 @@ std::unique_ptr<Gemma4Model> TinyModel() {
     o.seed = 5;
     if (!WriteSyntheticCheckpoint(o, dir.string()).ok()) return nullptr;
   }
-  auto m = Gemma4Model::Load(dir.string());
+  auto m = LoadCausalLM(dir.string());
   return m.ok() ? std::move(*m) : nullptr;
 }
 
@@ -35,17 +41,18 @@ std::vector<int32_t> Prompt(int n, int salt) {
   return ids;
 }
 
-TEST(ForwardBatchTest, EachSequenceMatchesItsSoloRun) {
-  auto model = TinyModel();
+class ForwardBatchArchTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ForwardBatchArchTest, EachSequenceMatchesItsSoloRun) {
+  auto model = LoadNamed(GetParam());
   ASSERT_NE(model, nullptr);
-  const ModelConfig& c = model->config();
   Backend be(BackendKind::kCpu, 0);
   const std::vector<int> lengths = {5, 23, 9};  // window is 8: two of them wrap their rings
 
   // Solo: prefill each prompt, then decode 4 steps of fixed tokens; keep every logits row.
   std::vector<std::vector<std::vector<float>>> solo(lengths.size());
   for (size_t s = 0; s < lengths.size(); ++s) {
-    auto cache = SequenceKvCache::Create(KvLayouts(c), 64);
+    auto cache = SequenceKvCache::Create(model->info().layers, 64);
     ASSERT_TRUE(cache.ok());
     auto l = Prefill(*model, be, **cache, Prompt(lengths[s], static_cast<int>(s)), 4);
     ASSERT_TRUE(l.ok());
@@ -61,13 +68,13 @@ TEST(ForwardBatchTest, EachSequenceMatchesItsSoloRun) {
   // Batched: sequence 0 prefills in one go while 1 prefills in chunks of 7 and 2 in one go;
   // then they decode together.
   std::vector<std::unique_ptr<SequenceKvCache>> caches;
-  for (size_t s = 0; s < lengths.size(); ++s) caches.push_back(SequenceKvCache::Create(KvLayouts(c), 64).value());
+  for (size_t s = 0; s < lengths.size(); ++s) caches.push_back(SequenceKvCache::Create(model->info().layers, 64).value());
   std::vector<std::vector<int32_t>> prompts;
   for (size_t s = 0; s < lengths.size(); ++s) prompts.push_back(Prompt(lengths[s], static_cast<int>(s)));
   std::vector<size_t> done(lengths.size(), 0);
   std::vector<std::vector<float>> last(lengths.size());
   while (done[0] < prompts[0].size() || done[1] < prompts[1].size() || done[2] < prompts[2].size()) {
-    std::vector<Gemma4Model::BatchItem> items;
+    std::vector<CausalLM::BatchItem> items;
     std::vector<size_t> who;
     for (size_t s = 0; s < lengths.size(); ++s) {
       if (done[s] == prompts[s].size()) continue;
@@ -84,7 +91,7 @@ TEST(ForwardBatchTest, EachSequenceMatchesItsSoloRun) {
   for (int k = -1; k < 4; ++k) {
     if (k >= 0) {
       std::vector<int32_t> toks(lengths.size());
-      std::vector<Gemma4Model::BatchItem> items;
+      std::vector<CausalLM::BatchItem> items;
       for (size_t s = 0; s < lengths.size(); ++s) {
         toks[s] = static_cast<int32_t>(100 + 10 * s + k);
         items.push_back({std::span<const int32_t>(&toks[s], 1), caches[s]->size(), caches[s].get(), true});
@@ -106,12 +113,14 @@ TEST(ForwardBatchTest, EachSequenceMatchesItsSoloRun) {
   }
 }
 
+INSTANTIATE_TEST_SUITE_P(Archs, ForwardBatchArchTest, ::testing::Values("gemma4", "gemma3"));
+
 TEST(ForwardBatchTest, BatchWithoutCachesIsRefused) {
-  auto model = TinyModel();
+  auto model = LoadNamed("gemma4");
   ASSERT_NE(model, nullptr);
   Backend be(BackendKind::kRef, 1);
   const std::vector<int32_t> a = {2, 3}, b = {2, 4};
-  std::vector<Gemma4Model::BatchItem> items = {{a, 0, nullptr, true}, {b, 0, nullptr, true}};
+  std::vector<CausalLM::BatchItem> items = {{a, 0, nullptr, true}, {b, 0, nullptr, true}};
   EXPECT_FALSE(model->ForwardBatch(be, items).ok());
 }
 

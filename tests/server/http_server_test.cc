@@ -207,6 +207,38 @@ TEST_F(HttpServerTest, NotFoundSaysWhatWasNotFound) {
   EXPECT_THAT(r->body, ::testing::HasSubstr("no route GET /v2/nothing"));
 }
 
+// A model with no chat template (the Gemma 3 270M base GGUF) serves completions; chat requests
+// get a 400 that says why, never a 500 or a prompt in the wrong format.
+TEST_F(HttpServerTest, ChatWithoutATemplateIsABadRequest) {
+  Metrics metrics("plain");
+  ServerOptions so;
+  so.port = 0;
+  Server server(so, &metrics);
+  ASSERT_TRUE(server.Bind().ok());
+  server.Start();
+  ServingState st;
+  st.tokenizer = tokenizer_.get();
+  st.engine = engine_.get();
+  st.defaults.model_name = "plain";
+  st.defaults.max_model_len = 256;
+  st.chat_style.format = ChatFormat::kNone;
+  st.chat_style.source = "plain.gguf (no tokenizer.chat_template)";
+  server.SetReady(st);
+  httplib::Client cli("127.0.0.1", server.port());
+  auto r = cli.Post("/v1/chat/completions",
+                    R"({"model":"plain","messages":[{"role":"user","content":"hi"}]})",
+                    "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_THAT(r->body, ::testing::HasSubstr("no chat template"));
+  EXPECT_THAT(r->body, ::testing::HasSubstr("/v1/completions"));
+  r = cli.Post("/v1/completions", R"({"model":"plain","prompt":[2,17],"max_tokens":2})",
+               "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  server.Stop();
+}
+
 TEST_F(HttpServerTest, HalfSentRequestIsDroppedAfterTheReadTimeout) {
   const int fd = Connect();
   const std::string part =
