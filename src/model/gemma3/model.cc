@@ -28,12 +28,6 @@ StatusOr<std::unique_ptr<Gemma3Model>> Gemma3Model::Create(
   return m;
 }
 
-StatusOr<std::unique_ptr<Gemma3Model>> Gemma3Model::Load(const std::string& path,
-                                                         const LoadOptions& options) {
-  G4_ASSIGN_OR_RETURN(std::shared_ptr<const Checkpoint> checkpoint, Checkpoint::Open(path));
-  return Create(std::move(checkpoint), options);
-}
-
 Status Gemma3Model::RunOps(Backend& be, ForwardWorkspace& ws, std::span<const BatchItem> items,
                            const std::vector<int64_t>& row_begin, int64_t N,
                            ForwardTrace* trace) const {

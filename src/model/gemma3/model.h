@@ -20,10 +20,10 @@ namespace g4 {
 
 class Gemma3Model : public DecoderModel {
  public:
+  // The registry's factory: reads the config (config.json or GGUF gemma3.* metadata) and binds
+  // every tensor, validating presence, dtype and shape before returning.
   static StatusOr<std::unique_ptr<Gemma3Model>> Create(std::shared_ptr<const Checkpoint> checkpoint,
                                                        const LoadOptions& options = {});
-  static StatusOr<std::unique_ptr<Gemma3Model>> Load(const std::string& path,
-                                                     const LoadOptions& options = {});
 
  private:
   Gemma3Model() = default;

@@ -1,7 +1,8 @@
 // SequenceKvCache: the KV cache of one sequence, shaped by the model's per-layer KvLayout
 // (model/causal_lm.h). Only layers that own K/V get storage (Gemma 4 E2B: 15 of 35); KV-shared
-// layers read their donor's view inside the forward pass and never write. Sliding layers hold a ring of W slots whatever the context; full
-// layers hold an array that grows in blocks up to max_context positions.
+// layers read their donor's view inside the forward pass and never write. Sliding layers hold a
+// ring of W slots whatever the context; full layers hold an array that grows in blocks up to
+// max_context positions.
 #pragma once
 
 #include <memory>
