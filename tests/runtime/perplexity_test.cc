@@ -64,8 +64,10 @@ TEST(PerplexityTest, MatchesTheProtocolWrittenOut) {
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_EQ(r->chunks, 2);
     EXPECT_EQ(r->scored, count);
-    EXPECT_NEAR(r->nll_sum, nll, 1e-6 * nll) << "batch " << batch;
-    EXPECT_NEAR(r->ppl(), std::exp(nll / count), 1e-6 * std::exp(nll / count));
+    // The chunked forward and the full one agree to float rounding (1e-6 of the logits here, a
+    // little more at -O1 under ASan); a scoring mistake moves the sum by whole tokens' NLLs.
+    EXPECT_NEAR(r->nll_sum, nll, 1e-5 * nll) << "batch " << batch;
+    EXPECT_NEAR(std::log(r->ppl()), nll / count, 1e-5) << "batch " << batch;
     ASSERT_EQ(r->running_ppl.size(), 2u);
     EXPECT_DOUBLE_EQ(r->running_ppl.back(), r->ppl());
   }
