@@ -10,7 +10,9 @@
 #include <cmath>
 
 #include "common/real_model.h"
+#include "common/temp_path.h"
 #include "loader/gguf.h"
+#include "loader/gguf_writer.h"
 
 namespace g4 {
 namespace {
@@ -177,6 +179,59 @@ TEST(Gemma3ConfigTest, WhatG4DoesNotRunIsRefusedByName) {
   c = ParseGemma3Config(cfg, nullptr, "h/config.json");
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(c.status().message(), HasSubstr("h/config.json: layer 0: 3 query heads"));
+}
+
+// llama.cpp's gemma3 keys beyond what the 270M file has: linear RoPE scaling (4B+) on full
+// layers only, the 27B's query scale (62 layers: hidden / heads), and named errors.
+StatusOr<ModelConfig> WriteAndRead(int layers, bool scaling, const std::string& scaling_type,
+                                   std::unique_ptr<GgufFile>* keep) {
+  GgufMetadata m;
+  m.SetString("general.architecture", "gemma3");
+  m.SetU32("gemma3.block_count", static_cast<uint32_t>(layers));
+  m.SetU32("gemma3.embedding_length", 64);
+  m.SetU32("gemma3.feed_forward_length", 96);
+  m.SetU32("gemma3.attention.head_count", 4);
+  m.SetU32("gemma3.attention.head_count_kv", 2);
+  m.SetU32("gemma3.attention.key_length", 32);
+  m.SetU32("gemma3.attention.value_length", 32);
+  m.SetU32("gemma3.attention.sliding_window", 16);
+  m.SetF32("gemma3.rope.freq_base", 1e6f);
+  m.SetU32("gemma3.context_length", 4096);
+  if (scaling) {
+    m.SetString("gemma3.rope.scaling.type", scaling_type);
+    m.SetF32("gemma3.rope.scaling.factor", 8.0f);
+  }
+  const std::vector<GgufTensorSpec> specs = {{"token_embd.weight", {100, 64}, 0}};
+  const std::string path = testing::ProcessTempPath("g4_gemma3_meta.gguf").string();
+  G4_RETURN_IF_ERROR(WriteGguf(path, m, specs, [](size_t, ByteSink& sink) {
+    const std::vector<float> v(100 * 64, 0.5f);
+    return sink.Write(v.data(), v.size() * 4);
+  }));
+  G4_ASSIGN_OR_RETURN(*keep, GgufFile::Open(path));
+  return Gemma3ConfigFromGguf(**keep);
+}
+
+TEST(Gemma3ConfigTest, GgufRopeScalingAndQueryScale) {
+  std::unique_ptr<GgufFile> f;
+  auto c = WriteAndRead(12, /*scaling=*/true, "linear", &f);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_DOUBLE_EQ(c->rope_full.factor, 8.0);
+  EXPECT_DOUBLE_EQ(c->rope_sliding.factor, 1.0);
+  EXPECT_DOUBLE_EQ(c->rope_sliding.theta, 1e4);  // llama.cpp's fixed sliding theta
+  EXPECT_DOUBLE_EQ(c->attention_scale, 1.0 / std::sqrt(32.0));  // key_length
+  EXPECT_EQ(c->vocab_size, 100);
+  EXPECT_EQ(c->eos_ids, std::vector<int>({1}));
+  for (const LayerConfig& l : c->layers) EXPECT_EQ(l.sliding(), l.index % 6 < 5) << l.index;
+
+  c = WriteAndRead(62, /*scaling=*/false, "", &f);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_DOUBLE_EQ(c->attention_scale, 1.0 / std::sqrt(64.0 / 4));  // the 27B: hidden / heads
+
+  c = WriteAndRead(12, /*scaling=*/true, "yarn", &f);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kUnimplemented);
+  EXPECT_THAT(c.status().message(), HasSubstr("gemma3.rope.scaling.type 'yarn'"));
+  EXPECT_THAT(c.status().message(), HasSubstr("g4_gemma3_meta"));  // the file is named
 }
 
 // The real checkpoint's metadata (../shared/spec/gemma3.md), when the file is on this machine.
