@@ -165,7 +165,8 @@ BENCHMARK(BM_MatVecQ4_0VsInt4)
     ->MinTime(0.5)
     ->Unit(benchmark::kMicrosecond);
 
-// args: N, K, kind (QuantKind as int), threads.
+// args: N, K, kind (QuantKind as int), threads, matvec (0: exact MatMul, 1: MatMulQ8a's int8
+// activations).
 void BM_MatVecGguf(benchmark::State& state) {
   const int64_t N = state.range(0), K = state.range(1);
   const QuantKind kind = static_cast<QuantKind>(state.range(2));
@@ -175,24 +176,37 @@ void BM_MatVecGguf(benchmark::State& state) {
   const TensorView w = View(kind, b, N, K, 0);
   std::vector<float> x(static_cast<size_t>(K)), y(static_cast<size_t>(N));
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) * 0.25f - 0.75f;
+  const bool q8 = state.range(4) != 0;
   for (auto _ : state) {
-    cpu::MatMul(pool, w, x.data(), 1, y.data());
+    (q8 ? cpu::MatMulQ8a : cpu::MatMul)(pool, w, x.data(), 1, y.data());
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(w.nbytes()));
   state.SetLabel(std::string(cpu::TargetName()) + " threads=" + std::to_string(pool.size()) + " " +
-                 QuantKindName(kind));
+                 QuantKindName(kind) + (q8 ? std::string(" q8:") + cpu::MatMulQ8aKernel() : " exact"));
 }
 
 void GgufShapes(benchmark::internal::Benchmark* b) {
   for (QuantKind k : {QuantKind::kQ4_0, QuantKind::kQ8_0, QuantKind::kQ4_K, QuantKind::kQ6_K,
                       QuantKind::kQ5_K, QuantKind::kQ4_1}) {
-    b->Args({6144, 1536, static_cast<int64_t>(k), 0});
+    b->Args({6144, 1536, static_cast<int64_t>(k), 0, 0});
   }
-  b->Args({262144, 1536, static_cast<int64_t>(QuantKind::kQ6_K), 0});  // the tied head
-  b->Args({262144, 1536, static_cast<int64_t>(QuantKind::kQ8_0), 0});
-  b->ArgNames({"N", "K", "kind", "threads"});
+  b->Args({262144, 1536, static_cast<int64_t>(QuantKind::kQ6_K), 0, 0});  // the tied head
+  // Q8_0 and Q4_0 both ways: E2B's MLP and head widths, Gemma 3 270M's head [262144, 640] and its
+  // Q5_0 MLP gate / up [2048, 640].
+  for (int q8 : {0, 1}) {
+    for (QuantKind k : {QuantKind::kQ8_0, QuantKind::kQ4_0}) {
+      b->Args({6144, 1536, static_cast<int64_t>(k), 0, q8});
+      b->Args({262144, 1536, static_cast<int64_t>(k), 0, q8});
+    }
+    b->Args({262144, 640, static_cast<int64_t>(QuantKind::kQ8_0), 0, q8});
+    for (int threads : {1, 0}) {  // 270M's gate / up: small enough for one thread's share to matter
+      b->Args({2048, 640, static_cast<int64_t>(QuantKind::kQ5_0), threads, q8});
+      b->Args({2048, 640, static_cast<int64_t>(QuantKind::kQ8_0), threads, q8});
+    }
+  }
+  b->ArgNames({"N", "K", "kind", "threads", "q8"});
 }
 BENCHMARK(BM_MatVecGguf)->Apply(GgufShapes)->UseRealTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
 

@@ -51,13 +51,15 @@ void CpuNormRope(ThreadPool& pool, const NormRopeArgs& a) {
       [&](const KvWriteArgs& kv) { ref::KvWrite(pool, kv); });
 }
 
-// The CPU's ResidualNorm: the projection (if any) on the CPU MatMul, then the SIMD kernel.
-void CpuResidualNorm(ThreadPool& pool, const ResidualNormArgs& a) {
+// A ResidualNorm whose projection (if any) runs on kMatMul, then kNorm without it: the CPU's
+// (cpu::MatMul, the SIMD kernel), and either backend's with int8 activations.
+template <MatMulFn kMatMul, ResidualNormFn kNorm>
+void ResidualNormOn(ThreadPool& pool, const ResidualNormArgs& a) {
   ResidualNormParts(
       a, [&](const TensorView& w, const float* x, int64_t T, float* y) {
-        cpu::MatMul(pool, w, x, T, y);
+        kMatMul(pool, w, x, T, y);
       },
-      [&](const ResidualNormArgs& n) { cpu::ResidualNorm(pool, n); });
+      [&](const ResidualNormArgs& n) { kNorm(pool, n); });
 }
 
 OpTable MakeCpuTable() {
@@ -72,8 +74,25 @@ OpTable MakeCpuTable() {
   t.embed = cpu::Embed;
   t.add = cpu::Add;
   t.scale = cpu::Scale;
-  t.residual_norm = CpuResidualNorm;
+  t.residual_norm = ResidualNormOn<cpu::MatMul, cpu::ResidualNorm>;
   t.norm_rope = CpuNormRope;
+  return t;
+}
+
+// The ref or CPU table with every matmul through MatMulQ8a (ops/matmul_q8a.h).
+OpTable MakeRefQ8Table() {
+  OpTable t = MakeRefTable();
+  t.matmul = ref::MatMulQ8a;
+  t.grouped_matmul = MatMulEach<ref::MatMulQ8a, ref::GeluMul>;
+  t.residual_norm = ResidualNormOn<ref::MatMulQ8a, ref::ResidualNorm>;
+  return t;
+}
+
+OpTable MakeCpuQ8Table() {
+  OpTable t = MakeCpuTable();
+  t.matmul = cpu::MatMulQ8a;
+  t.grouped_matmul = MatMulEach<cpu::MatMulQ8a, cpu::GeluMul>;
+  t.residual_norm = ResidualNormOn<cpu::MatMulQ8a, cpu::ResidualNorm>;
   return t;
 }
 
@@ -102,8 +121,12 @@ OpTable MakeCudaTable() {
 #endif
 
 // kCuda: chooses the device policy into *policy; the reason when the backend cannot run.
-Status InitDevice(BackendKind kind, std::string* policy) {
+Status InitDevice(BackendKind kind, MatVec matvec, std::string* policy) {
   if (kind != BackendKind::kCuda) return Status();
+  if (matvec != MatVec::kExact) {
+    return InvalidArgument(std::string("--matvec ") + MatVecName(matvec) +
+                           ": int8 activations run on the cpu and ref backends only");
+  }
 #ifdef G4_HAS_CUDA
   auto p = cuda::Init(0);
   if (!p.ok()) return Unavailable("--backend cuda: " + p.status().message());
@@ -153,20 +176,33 @@ StatusOr<BackendKind> ParseBackendKind(const std::string& name) {
   return InvalidArgument("unknown backend '" + name + "' (expected: cpu, cuda, ref)");
 }
 
-const OpTable& GetOpTable(BackendKind kind) {
+const char* MatVecName(MatVec m) { return m == MatVec::kQ8 ? "q8" : "exact"; }
+
+StatusOr<MatVec> ParseMatVec(const std::string& name) {
+  if (name == "exact") return MatVec::kExact;
+  if (name == "q8") return MatVec::kQ8;
+  return InvalidArgument("unknown --matvec '" + name + "' (expected: exact, q8)");
+}
+
+const OpTable& GetOpTable(BackendKind kind, MatVec matvec) {
   static const OpTable ref_table = MakeRefTable();
   static const OpTable cpu_table = MakeCpuTable();
+  static const OpTable ref_q8_table = MakeRefQ8Table();
+  static const OpTable cpu_q8_table = MakeCpuQ8Table();
 #ifdef G4_HAS_CUDA
   static const OpTable cuda_table = MakeCudaTable();
   if (kind == BackendKind::kCuda) return cuda_table;
 #endif
-  return kind == BackendKind::kRef ? ref_table : cpu_table;
+  const bool q8 = matvec == MatVec::kQ8;
+  if (kind == BackendKind::kRef) return q8 ? ref_q8_table : ref_table;
+  return q8 ? cpu_q8_table : cpu_table;
 }
 
-Backend::Backend(BackendKind kind, int threads)
+Backend::Backend(BackendKind kind, int threads, MatVec matvec)
     : kind_(kind),
-      status_(InitDevice(kind, &device_policy_)),
-      ops_(GetOpTable(status_.ok() ? kind : BackendKind::kCpu)),
+      matvec_(matvec),
+      status_(InitDevice(kind, matvec, &device_policy_)),
+      ops_(GetOpTable(status_.ok() ? kind : BackendKind::kCpu, matvec)),
       memory_(MemoryFor(kind, status_)),
       pool_(kind == BackendKind::kRef ? 1 : threads) {}
 
@@ -180,8 +216,9 @@ Backend::~Backend() {
 #endif
 }
 
-StatusOr<std::unique_ptr<Backend>> Backend::Create(BackendKind kind, int threads) {
-  auto b = std::make_unique<Backend>(kind, threads);
+StatusOr<std::unique_ptr<Backend>> Backend::Create(BackendKind kind, int threads,
+                                                   MatVec matvec) {
+  auto b = std::make_unique<Backend>(kind, threads, matvec);
   if (!b->status().ok()) return b->status();
   return b;
 }
@@ -217,6 +254,10 @@ std::string Backend::PolicyString() const {
   s += std::string(" isa=") + (kind_ == BackendKind::kRef ? "scalar" : cpu::TargetName());
   s += " threads=" + std::to_string(pool_.size());
   s += " compute=f32";
+  s += std::string(" matvec=") + MatVecName(matvec_);
+  if (matvec_ == MatVec::kQ8) {  // the integer-dot kernel: the ref backend's is plain C++
+    s += std::string(":") + (kind_ == BackendKind::kRef ? "scalar" : cpu::MatMulQ8aKernel());
+  }
   return s;
 }
 

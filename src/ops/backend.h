@@ -37,6 +37,14 @@ const char* BackendName(BackendKind kind);
 // is an InvalidArgument naming the accepted values.
 StatusOr<BackendKind> ParseBackendKind(const std::string& name);
 
+// How the matvecs of a decode step treat the activations. kExact: f32 (MatMul, ops/matmul.h),
+// what the golden tests check. kQ8: int8 blocks against Q8_0 / Q4_0 weights with integer dot
+// products (MatMulQ8a, ops/matmul_q8a.h), llama.cpp's arithmetic; cpu and ref backends.
+enum class MatVec { kExact, kQ8 };
+const char* MatVecName(MatVec m);  // "exact" | "q8"
+// "exact" | "q8"; InvalidArgument naming the accepted values otherwise.
+StatusOr<MatVec> ParseMatVec(const std::string& name);
+
 struct OpTable {
   MatMulFn matmul = nullptr;
   GroupedMatMulFn grouped_matmul = nullptr;
@@ -58,7 +66,7 @@ struct OpTable {
 // CUDA table: to the CPU kernels). kCuda in a build without CUDA gives the CPU table. The
 // pointers the ops take live in that backend's Memory (Backend::memory()): device pointers for
 // kCuda, whose table is kernels/cuda's device-resident ops.
-const OpTable& GetOpTable(BackendKind kind);
+const OpTable& GetOpTable(BackendKind kind, MatVec matvec = MatVec::kExact);
 
 class Backend {
  public:
@@ -67,23 +75,27 @@ class Backend {
   // driver, an unsupported card, a build without CUDA) status() says why and the ops are the CPU
   // backend's, so a caller that ignores it gets correct, slow results rather than a crash.
   // Callers check status() (or use Create).
-  Backend(BackendKind kind, int threads);
+  // matvec kQ8 on kCuda: status() is InvalidArgument.
+  Backend(BackendKind kind, int threads, MatVec matvec = MatVec::kExact);
   ~Backend();
   Backend(const Backend&) = delete;
   Backend& operator=(const Backend&) = delete;
 
   // The backend, or why it cannot run here (e.g. "--backend cuda: no CUDA device: ...").
-  static StatusOr<std::unique_ptr<Backend>> Create(BackendKind kind, int threads);
+  static StatusOr<std::unique_ptr<Backend>> Create(BackendKind kind, int threads,
+                                                   MatVec matvec = MatVec::kExact);
   // OK, or why the requested backend is not running (kCuda only).
   const Status& status() const { return status_; }
 
   BackendKind kind() const { return kind_; }
+  MatVec matvec() const { return matvec_; }
   ThreadPool& pool() { return pool_; }
   // Where the op pointers live: activations and KV caches are allocated here (ops/memory.h).
   // HostMemory() for ref and CPU (and for kCuda when the device is unusable); device memory for
   // a running kCuda backend.
   Memory& memory() const { return memory_; }
-  // "backend=cpu isa=AVX2 threads=2 compute=f32": the first part of the device policy line.
+  // "backend=cpu isa=AVX2 threads=2 compute=f32 matvec=exact" (or "matvec=q8:vnni512", the
+  // integer-dot kernel chosen): the first part of the device policy line.
   // CUDA: "backend=cuda device=NVIDIA_H200 cc=9.0 ... compute=bf16 smem_optin=227KiB
   // gemm_tile=... w4a16_tile=... attn256=... attn512=... activations=device threads=16".
   std::string PolicyString() const;
@@ -179,6 +191,7 @@ class Backend {
   }
 
   BackendKind kind_;
+  MatVec matvec_;
   std::string device_policy_;  // kCuda: DevicePolicy::ToString(); before status_ (filled by it)
   Status status_;
   const OpTable& ops_;

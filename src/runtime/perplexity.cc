@@ -16,10 +16,41 @@ double Nll(const float* logits, int64_t V, int32_t target) {
   return std::log(sum) + max - logits[target];
 }
 
+// KL(p || q) of the softmaxes of logits p and q, in f64 nats.
+double Kl(const float* p, const float* q, int64_t V) {
+  const double pm = *std::max_element(p, p + V), qm = *std::max_element(q, q + V);
+  double ps = 0, qs = 0;
+  for (int64_t i = 0; i < V; ++i) {
+    ps += std::exp(p[i] - pm);
+    qs += std::exp(q[i] - qm);
+  }
+  const double plog = std::log(ps) + pm, qlog = std::log(qs) + qm;  // log-partition functions
+  double kl = 0;
+  for (int64_t i = 0; i < V; ++i) {
+    const double lp = p[i] - plog, lq = q[i] - qlog;
+    kl += std::exp(lp) * (lp - lq);
+  }
+  return std::max(0.0, kl);
+}
+
+// The logits of ids[start, start + len) of a chunk, continuing `cache`.
+StatusOr<std::vector<float>> ChunkLogits(const CausalLM& model, Backend& backend,
+                                         const std::vector<int32_t>& ids, int64_t start,
+                                         int64_t len, SequenceKvCache* cache) {
+  CausalLM::ForwardOptions fo;
+  fo.start_pos = static_cast<int32_t>(start);
+  fo.cache = cache;
+  return model.Forward(backend, std::span<const int32_t>(ids).subspan(start, len), fo);
+}
+
 }  // namespace
 
 double PerplexityResult::ppl() const {
   return scored > 0 ? std::exp(nll_sum / static_cast<double>(scored)) : 0.0;
+}
+
+double PerplexityResult::baseline_ppl() const {
+  return scored > 0 ? std::exp(baseline_nll_sum / static_cast<double>(scored)) : 0.0;
 }
 
 StatusOr<PerplexityResult> Perplexity(const CausalLM& model, Backend& backend,
@@ -47,17 +78,31 @@ StatusOr<PerplexityResult> Perplexity(const CausalLM& model, Backend& backend,
     G4_ASSIGN_OR_RETURN(std::unique_ptr<SequenceKvCache> cache,
                         SequenceKvCache::Create(info.layers, static_cast<int>(n_ctx),
                                                 backend.memory()));
+    std::unique_ptr<SequenceKvCache> base_cache;
+    if (o.baseline != nullptr) {
+      G4_ASSIGN_OR_RETURN(base_cache, SequenceKvCache::Create(info.layers, static_cast<int>(n_ctx),
+                                                              o.baseline->memory()));
+    }
     for (int64_t start = 0; start < n_ctx; start += batch) {
       const int64_t len = std::min(batch, n_ctx - start);
-      CausalLM::ForwardOptions fo;
-      fo.start_pos = static_cast<int32_t>(start);
-      fo.cache = cache.get();
-      G4_ASSIGN_OR_RETURN(
-          const std::vector<float> logits,
-          model.Forward(backend, std::span<const int32_t>(ids).subspan(start, len), fo));
+      G4_ASSIGN_OR_RETURN(const std::vector<float> logits,
+                          ChunkLogits(model, backend, ids, start, len, cache.get()));
+      std::vector<float> base;
+      if (o.baseline != nullptr) {
+        G4_ASSIGN_OR_RETURN(base,
+                            ChunkLogits(model, *o.baseline, ids, start, len, base_cache.get()));
+      }
       for (int64_t j = std::max(start, first); j < std::min(start + len, n_ctx - 1); ++j) {
-        r.nll_sum += Nll(logits.data() + (j - start) * V, V, ids[j + 1]);
+        const float* l = logits.data() + (j - start) * V;
+        r.nll_sum += Nll(l, V, ids[j + 1]);
         ++r.scored;
+        if (o.baseline == nullptr) continue;
+        const float* b = base.data() + (j - start) * V;
+        r.baseline_nll_sum += Nll(b, V, ids[j + 1]);
+        const double kl = Kl(b, l, V);
+        r.kl_sum += kl;
+        r.kl_max = std::max(r.kl_max, kl);
+        r.top1_same += std::max_element(b, b + V) - b == std::max_element(l, l + V) - l ? 1 : 0;
       }
     }
     ++r.chunks;

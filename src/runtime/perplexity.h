@@ -21,6 +21,11 @@ struct PerplexityOptions {
   int max_chunks = 0;     // 0: every whole chunk
   int32_t bos = -1;       // replaces each chunk's first token; -1: keep the text's token
   int batch = 128;        // tokens per forward pass within a chunk (bounds the logits' memory)
+  // When set, every chunk also runs on this backend (same model and batches, its own KV cache),
+  // and the scored positions are compared, as llama-perplexity's --kl-divergence does: the
+  // baseline's perplexity, KL(baseline || backend) and how often both pick the same top token.
+  // How a kernel choice (e.g. MatVec::kQ8 against kExact) costs accuracy on real text.
+  Backend* baseline = nullptr;
 };
 
 struct PerplexityResult {
@@ -29,6 +34,12 @@ struct PerplexityResult {
   double nll_sum = 0;
   std::vector<double> running_ppl;  // after each chunk, as llama-perplexity prints them
   double ppl() const;
+  // With a baseline: its NLL sum, the sum of KL(baseline || backend) over scored positions (nats),
+  // the largest one, and the positions whose argmax agrees.
+  double baseline_nll_sum = 0;
+  double kl_sum = 0, kl_max = 0;
+  int64_t top1_same = 0;
+  double baseline_ppl() const;
 };
 
 // Called after each chunk with (chunks done, chunks total, running perplexity).

@@ -10,6 +10,9 @@
 //     its first near-tie), on at least 8 prompts in full;
 //   - chunked prefill equal to the full forward;
 //   - the perplexity of llama-perplexity's protocol within 0.5% of transformers';
+//   - int8 activations (--matvec q8, decoded a token at a time): perplexity within 0.5% of
+//     transformers' and of the exact path's, small KL from the exact path, the same top token at
+//     >= 90% of positions;
 //   - the degeneracy verdict: the base model's " France. The The The ..." (no BOS) is flagged,
 //     ordinary prose is not.
 #include <gtest/gtest.h>
@@ -227,6 +230,40 @@ TEST_F(Gemma3RealTest, PerplexityMatchesTransformers) {
   std::printf("perplexity: g4 %.4f, transformers %.4f (%.3f%%)\n", r->ppl(), ref,
               100 * (r->ppl() - ref) / ref);
   EXPECT_NEAR(r->ppl(), ref, 0.005 * ref);
+}
+
+// The accuracy cost of MatVec::kQ8 on real text: the head (Q8_0) and the Q5_0 projections run
+// integer dot products when decoding (batch 1); the exact path runs beside it as the baseline.
+TEST_F(Gemma3RealTest, Q8ActivationsKeepPerplexityWithinHalfAPercent) {
+  const json& p = (*manifest_)["perplexity"];
+  std::ifstream in(std::string(G4_SOURCE_DIR) + "/" + p["file"].get<std::string>(),
+                   std::ios::binary);
+  ASSERT_TRUE(in) << p["file"];
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  EncodeOptions o;
+  o.parse_special = false;
+  o.add_bos = true;
+  const std::vector<int32_t> tokens = tokenizer_->Encode(text, o);
+  Backend q8(BackendKind::kCpu, 0, MatVec::kQ8);
+  PerplexityOptions po;
+  po.ctx = p["ctx"].get<int>();
+  po.bos = tokenizer_->special_ids().bos;
+  po.batch = 1;
+  po.baseline = &cpu_;
+  auto r = Perplexity(*model_, q8, tokens, po);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const double ref = p["ppl"].get<double>(), n = static_cast<double>(r->scored);
+  std::printf("q8 activations: perplexity %.4f, exact %.4f, transformers %.4f; mean KL %.5f "
+              "(max %.5f); same top token %.2f%% of %lld\n",
+              r->ppl(), r->baseline_ppl(), ref, r->kl_sum / n, r->kl_max,
+              100.0 * static_cast<double>(r->top1_same) / n, static_cast<long long>(r->scored));
+  EXPECT_NEAR(r->baseline_ppl(), ref, 0.005 * ref);  // the exact path, a token at a time
+  EXPECT_NEAR(r->ppl(), r->baseline_ppl(), 0.005 * r->baseline_ppl());
+  EXPECT_NEAR(r->ppl(), ref, 0.005 * ref);
+  EXPECT_GT(r->kl_sum, 0.0);  // the path did run: x's rounding moves the logits
+  EXPECT_LT(r->kl_sum / n, 0.01);
+  EXPECT_GE(static_cast<double>(r->top1_same) / n, 0.9);
 }
 
 TEST_F(Gemma3RealTest, DegeneracyFlagsTheTokenLoopAndNotProse) {

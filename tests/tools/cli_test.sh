@@ -17,7 +17,7 @@ for backend in cpu ref; do
   "$G4" logits --model "$TMP/m" --ids 2,17,33 --backend "$backend" --out "$TMP/l_$backend.f32" \
     >"$TMP/out_$backend" 2>"$TMP/err_$backend" || fail "logits --backend $backend: $(cat "$TMP/err_$backend")"
   first=$(head -n1 "$TMP/err_$backend")
-  [[ "$first" == "g4: device policy: backend=$backend "*"compute=f32" ]] \
+  [[ "$first" == "g4: device policy: backend=$backend "*"compute=f32 matvec=exact" ]] \
     || fail "first stderr line is not the device policy: '$first'"
   second=$(sed -n 2p "$TMP/err_$backend")
   [ "$second" == "g4: model architecture=gemma4 weights=bf16 head=bf16" ] \
@@ -33,6 +33,11 @@ grep -q "^g4: model architecture=gemma4 weights=bf16 head=int8row/f32$" "$TMP/er
   || fail "--head q8 not stated: $(cat "$TMP/err_q8")"
 if "$G4" logits --model "$TMP/m" --ids 2 --head q3 >/dev/null 2>"$TMP/bad"; then fail "--head q3 accepted"; fi
 grep -q "unknown head mode 'q3'" "$TMP/bad" || fail "head message: $(cat "$TMP/bad")"
+# --matvec q8 is stated in the policy line (with the kernel chosen); a bad value names the choices.
+"$G4" logits --model "$TMP/m" --ids 2,17,33 --matvec q8 >/dev/null 2>"$TMP/err_mv" || fail "--matvec q8: $(cat "$TMP/err_mv")"
+head -n1 "$TMP/err_mv" | grep -q "compute=f32 matvec=q8:" || fail "--matvec q8 not stated: $(head -n1 "$TMP/err_mv")"
+if "$G4" logits --model "$TMP/m" --ids 2 --matvec int8 >/dev/null 2>"$TMP/bad"; then fail "--matvec int8 accepted"; fi
+grep -q "unknown --matvec 'int8' (expected: exact, q8)" "$TMP/bad" || fail "matvec message: $(cat "$TMP/bad")"
 
 if "$G4" logits --model "$TMP/m" --ids 2,9999 >/dev/null 2>"$TMP/bad"; then fail "out-of-vocab id accepted"; fi
 grep -q "token id 9999 at position 1 is outside the vocabulary" "$TMP/bad" || fail "bad id message: $(cat "$TMP/bad")"
@@ -55,7 +60,7 @@ for cmd in "logits --ids 2" "generate --ids 2" "run --prompt hi" "bench --contex
   # shellcheck disable=SC2086
   if "$G4" $cmd --model "$TMP/none" >/dev/null 2>"$TMP/bad"; then fail "$cmd: missing model accepted"; fi
   first=$(head -n1 "$TMP/bad")
-  [[ "$first" == "g4: device policy: backend=cpu "*"compute=f32" ]] || fail "$cmd: first line '$first'"
+  [[ "$first" == "g4: device policy: backend=cpu "*"compute=f32 matvec=exact" ]] || fail "$cmd: first line '$first'"
   sed -n 2p "$TMP/bad" | grep -q "^g4: error: .*$TMP/none" || fail "$cmd: no load error after the policy: $(cat "$TMP/bad")"
 done
 

@@ -14,17 +14,22 @@ void AddModelOptions(CLI::App* sub, ModelFlags* flags) {
   sub->add_option("--head", flags->head,
                   "LM head: auto (q8 for W4A16 checkpoints on the cpu, else as stored), bf16 (as "
                   "stored), q8, q4");
+  sub->add_option("--matvec", flags->matvec,
+                  "Decode matvecs: exact (f32 activations) or q8 (int8 activations and integer "
+                  "dot products against Q4_0 / Q5_0 / Q8_0 weights, as llama.cpp; cpu and ref)");
 }
 
-StatusOr<std::unique_ptr<Backend>> OpenBackend(const std::string& name, int threads) {
+StatusOr<std::unique_ptr<Backend>> OpenBackend(const std::string& name, int threads,
+                                               const std::string& matvec) {
   G4_ASSIGN_OR_RETURN(const BackendKind kind, ParseBackendKind(name));
-  G4_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, Backend::Create(kind, threads));
+  G4_ASSIGN_OR_RETURN(const MatVec mv, ParseMatVec(matvec));
+  G4_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, Backend::Create(kind, threads, mv));
   LogInfo("device policy: " + backend->PolicyString());
   return backend;
 }
 
 StatusOr<std::unique_ptr<Backend>> OpenBackend(const ModelFlags& flags) {
-  return OpenBackend(flags.backend, flags.threads);
+  return OpenBackend(flags.backend, flags.threads, flags.matvec);
 }
 
 StatusOr<LoadOptions> LoadOptionsFor(const ModelFlags& flags, const Backend& backend) {

@@ -25,14 +25,16 @@ struct ModelFlags {
   std::string backend = "cpu";  // --backend
   std::string head = "auto";    // --head
   int threads = 0;              // --threads
+  std::string matvec = "exact";  // --matvec
 };
 
-// Registers --model (required), --backend, --threads and --head.
+// Registers --model (required), --backend, --threads, --head and --matvec.
 void AddModelOptions(CLI::App* sub, ModelFlags* flags);
 
 // Parses `name` (cpu, ref, cuda), creates the backend and logs "device policy: ...". The error
 // names the backend (e.g. "--backend cuda: no CUDA device: ...").
-StatusOr<std::unique_ptr<Backend>> OpenBackend(const std::string& name, int threads);
+StatusOr<std::unique_ptr<Backend>> OpenBackend(const std::string& name, int threads,
+                                               const std::string& matvec = "exact");
 StatusOr<std::unique_ptr<Backend>> OpenBackend(const ModelFlags& flags);
 
 // A model with the checkpoint it was loaded from (its tokenizer and JSON files come from there).

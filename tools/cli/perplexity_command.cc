@@ -1,7 +1,8 @@
 // `g4 perplexity`: the perplexity of a model on a text file, with llama-perplexity's protocol
 // (runtime/perplexity.h), so the number compares with llama.cpp's on the same file and context.
 // Prints the running value after each chunk ("[1]12.3456,[2]..."), then the final estimate;
-// --json writes {"ppl", "chunks", "ctx", "tokens_scored", "nll_sum", "running"}.
+// --json writes {"ppl", "chunks", "ctx", "tokens_scored", "nll_sum", "running"} (and "baseline"
+// with --baseline-matvec).
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -19,7 +20,7 @@ namespace {
 
 struct PerplexityArgs {
   ModelFlags model;
-  std::string file, json_path;
+  std::string file, json_path, baseline_matvec;
   PerplexityOptions options;
 };
 
@@ -38,6 +39,13 @@ int Run(PerplexityArgs& a) {
   const std::vector<int32_t> tokens =
       tok.Encode(text, EncodeOptions{/*parse_special=*/false, add_bos});
   a.options.bos = add_bos ? tok.special_ids().bos : -1;
+  std::unique_ptr<Backend> baseline;
+  if (!a.baseline_matvec.empty()) {
+    auto b = OpenBackend(a.model.backend, a.model.threads, a.baseline_matvec);
+    if (!b.ok()) return LogFailure(b.status().WithContext("--baseline-matvec"));
+    baseline = std::move(*b);
+    a.options.baseline = baseline.get();
+  }
   LogInfo("perplexity: " + std::to_string(tokens.size()) + " tokens; chunks of " +
           std::to_string(a.options.ctx) + ", the second half of each scored");
   auto r = Perplexity(session->model(), *session->backend, tokens, a.options,
@@ -48,6 +56,13 @@ int Run(PerplexityArgs& a) {
   if (!r.ok()) return LogFailure(r.status());
   std::printf("\nFinal estimate: PPL = %.4f (%d chunks of %d, %lld tokens scored)\n", r->ppl(),
               r->chunks, a.options.ctx, static_cast<long long>(r->scored));
+  const double n = static_cast<double>(std::max<int64_t>(1, r->scored));
+  if (baseline) {
+    std::printf("Baseline (--matvec %s): PPL = %.4f; this run / baseline = %.5f; mean KL = %.6f "
+                "nats (max %.6f); same top token %.2f%%\n",
+                a.baseline_matvec.c_str(), r->baseline_ppl(), r->ppl() / r->baseline_ppl(),
+                r->kl_sum / n, r->kl_max, 100.0 * static_cast<double>(r->top1_same) / n);
+  }
   if (!a.json_path.empty()) {
     nlohmann::ordered_json j;
     j["ppl"] = r->ppl();
@@ -57,6 +72,13 @@ int Run(PerplexityArgs& a) {
     j["tokens_scored"] = r->scored;
     j["nll_sum"] = r->nll_sum;
     j["running"] = r->running_ppl;
+    if (baseline) {
+      j["baseline"] = {{"matvec", a.baseline_matvec},
+                       {"ppl", r->baseline_ppl()},
+                       {"kl_mean", r->kl_sum / n},
+                       {"kl_max", r->kl_max},
+                       {"top1_same", static_cast<double>(r->top1_same) / n}};
+    }
     std::ofstream f(a.json_path);
     f << j.dump(2) << "\n";
     if (!f) return LogFailure(IoError("cannot write " + a.json_path));
@@ -77,6 +99,10 @@ RunFn AddPerplexityCommand(CLI::App& app) {
   sub->add_option("--chunks", a->options.max_chunks, "Most chunks to run (0: all)");
   sub->add_option("--batch", a->options.batch, "Tokens per forward pass inside a chunk (128)");
   sub->add_option("--json", a->json_path, "Also write the result as JSON here");
+  sub->add_option("--baseline-matvec", a->baseline_matvec,
+                  "Also run every chunk with this --matvec and report its perplexity, the KL "
+                  "divergence from it and top-token agreement (e.g. --matvec q8 "
+                  "--baseline-matvec exact --batch 1)");
   return [a] { return Run(*a); };
 }
 

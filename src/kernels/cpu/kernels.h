@@ -12,6 +12,7 @@
 #include "ops/embed.h"
 #include "ops/gelu.h"
 #include "ops/matmul.h"
+#include "ops/matmul_q8a.h"
 #include "ops/residual_norm.h"
 #include "ops/rms_norm.h"
 #include "ops/softcap.h"
@@ -40,6 +41,10 @@ void MatMul(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, fl
 void QuantMatMul(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y);
 // MatMul for GGUF block weights (IsGgufBlock(w.quant.kind), matmul_gguf.cc); MatMul calls it.
 void GgufMatMul(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y);
+// MatMulQ8a (ops/matmul_q8a.h, matmul_q8a.cc): MatMul with int8 activations where defined.
+void MatMulQ8a(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y);
+// The integer-dot path MatMulQ8a takes on this CPU now: "vnni512", "avx2" or "scalar".
+const char* MatMulQ8aKernel();
 void RmsNorm(ThreadPool& pool, const float* x, const TensorView& w, int64_t R, int64_t D, float eps,
              float* out);
 void Attention(ThreadPool& pool, const AttentionArgs& a);

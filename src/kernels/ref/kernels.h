@@ -9,6 +9,7 @@
 #include "ops/gelu.h"
 #include "ops/kv_write.h"
 #include "ops/matmul.h"
+#include "ops/matmul_q8a.h"
 #include "ops/norm_rope.h"
 #include "ops/residual_norm.h"
 #include "ops/rms_norm.h"
@@ -18,6 +19,7 @@
 namespace g4::ref {
 
 void MatMul(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y);
+void MatMulQ8a(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y);
 void RmsNorm(ThreadPool& pool, const float* x, const TensorView& w, int64_t R, int64_t D, float eps,
              float* out);
 void Rope(ThreadPool& pool, float* x, const int32_t* positions, int64_t T, int64_t H, int64_t D,

@@ -1,0 +1,217 @@
+// MatMulQ8a (ops/matmul_q8a.h): the CPU kernels (kernels/cpu/matmul_q8a.cc: vnni512, avx2,
+// scalar, one per pinned Highway target) against ref::MatMulQ8a on random Q4_0 / Q5_0 / Q8_0
+// blocks,
+// odd N (tile tails), block counts that leave tails after the 2- and 4-block steps, misaligned
+// weights and x, pools of 1 and 3 threads. The ref itself is checked against the exact MatMul:
+// equal where x's quantization is exact, within the 8-bit rounding of x otherwise. Calls outside
+// the definition (T > 1, other kinds) are MatMul's, bit for bit.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/gguf_blocks.h"
+#include "core/q8_blocks.h"
+#include "gtest/gtest.h"
+#include "kernels/cpu/kernels.h"
+#include "kernels/gguf_test_util.h"
+#include "kernels/ref/kernels.h"
+#include "kernels/test_util.h"
+#include "ops/backend.h"
+
+namespace g4 {
+namespace {
+
+using testing::FloatBuffer;
+using testing::GgufTensor;
+using testing::RandomFloats;
+
+// sum_k |x_k w_k| of row n: the scale of f32 summation error.
+double AbsDot(const TensorView& w, int64_t n, const float* x) {
+  const int64_t K = w.dim(1);
+  std::vector<float> row(static_cast<size_t>(K));
+  const uint8_t* bytes = static_cast<const uint8_t*>(w.data) + n * w.quant.row_bytes;
+  DequantizeGgufRow(w.quant.kind, bytes, K, row.data());
+  double s = 0.0;
+  for (int64_t k = 0; k < K; ++k) s += std::fabs(double{x[k]} * row[static_cast<size_t>(k)]);
+  return s;
+}
+
+TEST(QuantizeQ8Blocks, ScalesRoundsAndSums) {
+  std::vector<float> x(64, 0.0f);  // block 0 all zero; block 1: max 2.54, a tie, a negative
+  x[32] = 2.54f;
+  x[33] = -1.27f;
+  x[34] = 0.01f;
+  x[35] = 0.015f;  // 0.015 / 0.02 = 0.75 -> 1
+  std::vector<int8_t> q(64);
+  float d[2];
+  int32_t s[2];
+  QuantizeQ8Blocks(x.data(), 64, q.data(), d, s);
+  EXPECT_EQ(d[0], 0.0f);
+  EXPECT_EQ(s[0], 0);
+  EXPECT_TRUE(std::all_of(q.begin(), q.begin() + 32, [](int8_t v) { return v == 0; }));
+  EXPECT_FLOAT_EQ(d[1], 2.54f / 127.0f);
+  EXPECT_EQ(q[32], 127);
+  EXPECT_EQ(q[33], -64);  // -63.5 rounds away from zero
+  EXPECT_EQ(q[34], 1);   // 0.5 rounds away from zero
+  EXPECT_EQ(q[35], 1);
+  EXPECT_EQ(s[1], 127 - 64 + 1 + 1);
+}
+
+class MatMulQ8aTest : public ::testing::TestWithParam<std::tuple<QuantKind, int, std::string>> {};
+
+TEST_P(MatMulQ8aTest, CpuMatchesRefOnOddShapes) {
+  const auto [kind, threads, target] = GetParam();
+  const testing::ScopedTarget scoped_target(target);
+  ASSERT_TRUE(scoped_target.ok()) << target;
+  ThreadPool pool(threads);
+  uint32_t seed = 11;
+  double worst = 0.0;
+  for (int64_t blocks : {1, 2, 3, 5, 7, 20, 48, 67}) {
+    const int64_t K = 32 * blocks;
+    for (int64_t N : {1, 3, 5, 17, 70}) {
+      for (bool misalign : {false, true}) {
+        SCOPED_TRACE("K=" + std::to_string(K) + " N=" + std::to_string(N) +
+                     " misalign=" + std::to_string(misalign));
+        const GgufTensor w(kind, N, K, misalign, seed++);
+        const FloatBuffer x(RandomFloats(K, seed++), misalign);
+        FloatBuffer y(N, misalign);
+        std::fill(y.data(), y.data() + N, NAN);
+        std::vector<float> ref(static_cast<size_t>(N));
+        cpu::MatMulQ8a(pool, w.view(), x.data(), 1, y.data());
+        ref::MatMulQ8a(pool, w.view(), x.data(), 1, ref.data());
+        for (int64_t n = 0; n < N; ++n) {
+          const double e = std::fabs(double{y.data()[n]} - ref[static_cast<size_t>(n)]) /
+                           AbsDot(w.view(), n, x.data());
+          ASSERT_LE(e, 1e-5) << "row " << n;  // NaN (an unwritten row) fails too
+          worst = std::max(worst, e);
+        }
+      }
+    }
+  }
+  std::printf("%s %s (%s): max |cpu - ref| / sum|x w| = %.3g\n", QuantKindName(kind),
+              target.c_str(), cpu::MatMulQ8aKernel(), worst);
+}
+
+// Model widths, split over 3 threads (every worker reads the caller's quantized x): Gemma 3
+// 270M's head K (640), E2B's hidden (1536) and MLP down (6144).
+TEST_P(MatMulQ8aTest, CpuMatchesRefAtModelWidths) {
+  const auto [kind, threads, target] = GetParam();
+  const testing::ScopedTarget scoped_target(target);
+  ASSERT_TRUE(scoped_target.ok()) << target;
+  ThreadPool pool(threads);
+  for (auto [N, K] : {std::pair<int64_t, int64_t>{1031, 640}, {259, 1536}, {67, 6144}}) {
+    SCOPED_TRACE("N=" + std::to_string(N) + " K=" + std::to_string(K));
+    const GgufTensor w(kind, N, K, /*misalign=*/true, 21);
+    const FloatBuffer x(RandomFloats(K, 22), /*misalign=*/true);
+    std::vector<float> y(static_cast<size_t>(N), NAN), ref(static_cast<size_t>(N));
+    cpu::MatMulQ8a(pool, w.view(), x.data(), 1, y.data());
+    ref::MatMulQ8a(pool, w.view(), x.data(), 1, ref.data());
+    for (int64_t n = 0; n < N; ++n) {
+      const double e = std::fabs(double{y[n]} - ref[n]) / AbsDot(w.view(), n, x.data());
+      ASSERT_LE(e, 2e-5) << "row " << n;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(KindsPoolsTargets, MatMulQ8aTest,
+                         ::testing::Combine(::testing::Values(QuantKind::kQ8_0, QuantKind::kQ4_0,
+                                                              QuantKind::kQ5_0),
+                                            ::testing::Values(1, 3),
+                                            ::testing::ValuesIn(testing::Targets())),
+                         testing::ParamNames());
+
+// x of integers in [-127, 127] with a +-127 in every block quantizes exactly (d = 1), so the
+// integer path must give the exact matvec; random x stays within x's rounding: per block
+// |x - d q| <= d / 2, d = absmax / 127, so |y - exact| <= sum_b (d_b / 2) sum_j |w_bj|.
+TEST(MatMulQ8aRef, EqualsExactMatMulUpToTheRoundingOfX) {
+  ThreadPool pool(1);
+  for (QuantKind kind : {QuantKind::kQ8_0, QuantKind::kQ4_0, QuantKind::kQ5_0}) {
+    const int64_t N = 9, K = 32 * 6;
+    const GgufTensor w(kind, N, K, false, 5);
+    std::vector<float> xi(static_cast<size_t>(K));
+    for (int64_t k = 0; k < K; ++k) {
+      xi[static_cast<size_t>(k)] = static_cast<float>((k * 37) % 255 - 127);
+    }
+    for (int64_t b = 0; b < K / 32; ++b) {
+      xi[static_cast<size_t>(32 * b + b % 32)] = (b % 2 ? -127.0f : 127.0f);
+    }
+    const std::vector<float> xr = RandomFloats(K, 6);
+    for (const std::vector<float>* x : {static_cast<const std::vector<float>*>(&xi), &xr}) {
+      std::vector<float> q8(N), exact(N);
+      ref::MatMulQ8a(pool, w.view(), x->data(), 1, q8.data());
+      ref::MatMul(pool, w.view(), x->data(), 1, exact.data());
+      std::vector<float> row(static_cast<size_t>(K));
+      for (int64_t n = 0; n < N; ++n) {
+        const uint8_t* bytes =
+            static_cast<const uint8_t*>(w.view().data) + n * w.view().quant.row_bytes;
+        DequantizeGgufRow(kind, bytes, K, row.data());
+        double bound = 0.0;
+        for (int64_t b = 0; b < K / 32; ++b) {
+          float amax = 0.0f, wsum = 0.0f;
+          for (int j = 0; j < 32; ++j) {
+            amax = std::max(amax, std::fabs((*x)[static_cast<size_t>(32 * b + j)]));
+            wsum += std::fabs(row[static_cast<size_t>(32 * b + j)]);
+          }
+          bound += amax / 127.0 / 2.0 * wsum;
+        }
+        const double err = std::fabs(double{q8[n]} - exact[n]);
+        if (x == &xi) {
+          EXPECT_LE(err, 1e-6 * AbsDot(w.view(), n, x->data()))
+              << QuantKindName(kind) << " row " << n;
+        } else {
+          EXPECT_LE(err, bound * 1.0001 + 1e-6) << QuantKindName(kind) << " row " << n;
+          EXPECT_GT(bound, 0.0);
+        }
+      }
+    }
+  }
+}
+
+// Outside the definition MatMulQ8a is MatMul: T > 1, and kinds without an integer kernel.
+TEST(MatMulQ8a, IsMatMulOutsideItsDefinition) {
+  ThreadPool pool(2);
+  const int64_t N = 7, K = 256;
+  for (QuantKind kind : testing::kGgufKinds) {
+    const GgufTensor w(kind, N, K, false, 9);
+    for (int64_t T : {1, 3}) {
+      if (UsesQ8Activations(w.view(), T)) continue;
+      const std::vector<float> x = RandomFloats(T * K, 10);
+      std::vector<float> a(static_cast<size_t>(T * N)), b(static_cast<size_t>(T * N));
+      cpu::MatMulQ8a(pool, w.view(), x.data(), T, a.data());
+      cpu::MatMul(pool, w.view(), x.data(), T, b.data());
+      EXPECT_EQ(a, b) << QuantKindName(kind) << " T=" << T;
+    }
+  }
+  EXPECT_TRUE(UsesQ8Activations(GgufTensor(QuantKind::kQ8_0, 1, 32, false, 1).view(), 1));
+  EXPECT_FALSE(UsesQ8Activations(GgufTensor(QuantKind::kQ8_0, 1, 32, false, 1).view(), 2));
+  EXPECT_FALSE(UsesQ8Activations(GgufTensor(QuantKind::kQ6_K, 1, 256, false, 1).view(), 1));
+}
+
+TEST(MatMulQ8a, BackendStatesAndRunsIt) {
+  EXPECT_EQ(*ParseMatVec("q8"), MatVec::kQ8);
+  EXPECT_EQ(*ParseMatVec("exact"), MatVec::kExact);
+  const auto bad = ParseMatVec("int8");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("exact, q8"), std::string::npos);
+  Backend exact(BackendKind::kCpu, 1), q8(BackendKind::kCpu, 1, MatVec::kQ8);
+  EXPECT_NE(exact.PolicyString().find("matvec=exact"), std::string::npos);
+  EXPECT_NE(q8.PolicyString().find(std::string("matvec=q8:") + cpu::MatMulQ8aKernel()),
+            std::string::npos)
+      << q8.PolicyString();
+  const GgufTensor w(QuantKind::kQ8_0, 5, 64, false, 3);
+  const std::vector<float> x = RandomFloats(64, 4);
+  std::vector<float> a(5), b(5);
+  q8.MatMul(w.view(), x.data(), 1, a.data());
+  cpu::MatMulQ8a(q8.pool(), w.view(), x.data(), 1, b.data());
+  EXPECT_EQ(a, b);
+  const auto cuda = Backend::Create(BackendKind::kCuda, 1, MatVec::kQ8);
+  EXPECT_FALSE(cuda.ok());
+}
+
+}  // namespace
+}  // namespace g4
