@@ -192,11 +192,11 @@ void GgufShapes(benchmark::internal::Benchmark* b) {
                       QuantKind::kQ5_K, QuantKind::kQ4_1}) {
     b->Args({6144, 1536, static_cast<int64_t>(k), 0, 0});
   }
-  b->Args({262144, 1536, static_cast<int64_t>(QuantKind::kQ6_K), 0, 0});  // the tied head
-  // Q8_0 and Q4_0 both ways: E2B's MLP and head widths, Gemma 3 270M's head [262144, 640] and its
+  // The kinds MatMulQ8a runs, both ways: E2B's MLP and head widths, Gemma 3 270M's head [262144, 640] and its
   // Q5_0 MLP gate / up [2048, 640].
   for (int q8 : {0, 1}) {
-    for (QuantKind k : {QuantKind::kQ8_0, QuantKind::kQ4_0}) {
+    for (QuantKind k : {QuantKind::kQ8_0, QuantKind::kQ4_0, QuantKind::kQ5_0, QuantKind::kQ4_K,
+                        QuantKind::kQ6_K}) {
       b->Args({6144, 1536, static_cast<int64_t>(k), 0, q8});
       b->Args({262144, 1536, static_cast<int64_t>(k), 0, q8});
     }

@@ -1,5 +1,8 @@
 #include "core/q8_blocks.h"
 
+#include "core/dtype.h"
+#include "core/gguf_blocks.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -25,11 +28,18 @@ void QuantizeQ8Blocks(const float* x, int64_t K, int8_t* q, float* d, int32_t* s
 }
 
 bool HasQ8Dot(QuantKind kind) {
-  return kind == QuantKind::kQ4_0 || kind == QuantKind::kQ5_0 || kind == QuantKind::kQ8_0;
+  return kind == QuantKind::kQ4_0 || kind == QuantKind::kQ5_0 || kind == QuantKind::kQ8_0 ||
+         kind == QuantKind::kQ4_K || kind == QuantKind::kQ6_K;
 }
 
 int32_t Q8DotOffset(QuantKind kind) {
-  return kind == QuantKind::kQ4_0 ? 8 : kind == QuantKind::kQ5_0 ? 16 : 128;
+  switch (kind) {
+    case QuantKind::kQ4_0: return 8;
+    case QuantKind::kQ5_0: return 16;
+    case QuantKind::kQ8_0: return 128;
+    case QuantKind::kQ6_K: return 32;
+    default: return 0;
+  }
 }
 
 int32_t Q8BlockDot(QuantKind kind, const uint8_t* block, const int8_t* xq) {
@@ -51,6 +61,56 @@ int32_t Q8BlockDot(QuantKind kind, const uint8_t* block, const int8_t* xq) {
     dot += (lo - offset) * xq[j] + (hi - offset) * xq[j + 16];
   }
   return dot;
+}
+
+namespace {
+
+float Half(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return F16ToF32(h);
+}
+
+}  // namespace
+
+double Q8Dot(QuantKind kind, const uint8_t* block, const int8_t* xq, const float* dx,
+             const int32_t* sum) {
+  if (kind == QuantKind::kQ6_K) {
+    // Q6_K: u8 ql[128], u8 qh[64], i8 scales[16], half d; value v = 128 h + 32 s + l (half h,
+    // part s < 4, l < 32) is the nibble s / 2 of ql[64 h + 32 (s % 2) + l] with bits 2s, 2s + 1
+    // of qh[32 h + l] above it, minus 32, under scale v / 16 (core/gguf_blocks.h).
+    const double d = Half(block + 208);
+    const int8_t* sc = reinterpret_cast<const int8_t*>(block + 192);
+    double acc = 0.0;
+    for (int g = 0; g < 16; ++g) {
+      int32_t dot = 0;
+      for (int v = 16 * g; v < 16 * g + 16; ++v) {
+        const int h = v / 128, part = v % 128 / 32, l = v % 32;
+        const int nib = (block[64 * h + 32 * (part % 2) + l] >> (4 * (part / 2))) & 0xf;
+        const int hi = (block[128 + 32 * h + l] >> (2 * part)) & 3;
+        dot += ((nib | hi << 4) - 32) * xq[v];
+      }
+      acc += d * sc[g] * static_cast<double>(dx[g / 2]) * dot;
+    }
+    return acc;
+  }
+  if (kind != QuantKind::kQ4_K) {
+    return static_cast<double>(Half(block)) * dx[0] * Q8BlockDot(kind, block, xq);
+  }
+  // Q4_K: half d, half dmin, u8 scales[12], u8 qs[128]; chunk c of 64 values: the low nibbles of
+  // qs[32c ..] are sub-block 2c, the high nibbles 2c + 1 (core/gguf_blocks.h).
+  const double d = Half(block), dmin = Half(block + 2);
+  const uint8_t* qs = block + 16;
+  double acc = 0.0;
+  for (int i = 0; i < 8; ++i) {
+    int sc, m;
+    GgufScaleMinK4(block + 4, i, &sc, &m);
+    const int shift = 4 * (i % 2);
+    int32_t dot = 0;
+    for (int j = 0; j < 32; ++j) dot += ((qs[32 * (i / 2) + j] >> shift) & 0xf) * xq[32 * i + j];
+    acc += static_cast<double>(dx[i]) * (d * sc * dot - dmin * m * sum[i]);
+  }
+  return acc;
 }
 
 }  // namespace g4

@@ -16,14 +16,25 @@ inline constexpr int64_t kQ8Block = 32;
 // q 0.
 void QuantizeQ8Blocks(const float* x, int64_t K, int8_t* q, float* d, int32_t* sum);
 
-// The GGUF kinds with an integer dot product against these blocks (ops/matmul_q8a.h), whose
-// values are u - offset for small unsigned u: Q4_0 (4-bit u, offset 8), Q5_0 (5-bit, 16), Q8_0
-// (the int8 q itself; as u = q + 128 for a u8 x s8 instruction, offset 128).
+// The GGUF kinds with an integer dot product against these blocks (ops/matmul_q8a.h): Q4_0,
+// Q5_0 and Q8_0 (32 values per block, one scale d), Q4_K (256 values: 8 sub-blocks of 32, each
+// with a 6-bit scale and min under the block's d and dmin) and Q6_K (256 values: 16 groups of
+// 16 under int8 scales and d). Every value is d * (u - offset), d * sc * u - dmin * m or
+// d * sc * (u - offset) with u unsigned: Q4_0 and Q4_K nibbles, Q5_0 5-bit and Q6_K 6-bit values
+// (offset 8, 16, 32); for Q8_0 the int8 q itself (as u = q + 128 for a u8 x s8 instruction,
+// offset 128).
 bool HasQ8Dot(QuantKind kind);
 int32_t Q8DotOffset(QuantKind kind);
 
-// sum_{j < 32} q_j * xq[j] for the 32 integer values q of one weight block of kind (HasQ8Dot),
+// sum_{j < 32} q_j * xq[j] for the 32 integer values q of one Q4_0 / Q5_0 / Q8_0 weight block,
 // before its scale d: exact.
 int32_t Q8BlockDot(QuantKind kind, const uint8_t* block, const int8_t* xq);
+
+// One weight block of kind (HasQ8Dot) dotted with the quantized x under it (xq: its elements,
+// dx / sum: their blocks of 32), in f64 from exact integer sums: for 32-value kinds
+// d * dx[0] * Q8BlockDot; Q4_K: sum_i dx[i] (d sc_i sum_j u_ij xq_ij - dmin m_i sum[i]); Q6_K:
+// sum_g d sc_g dx[g / 2] sum_j (u_gj - 32) xq_gj over its 16 groups of 16.
+double Q8Dot(QuantKind kind, const uint8_t* block, const int8_t* xq, const float* dx,
+             const int32_t* sum);
 
 }  // namespace g4

@@ -29,6 +29,10 @@ struct LoadOptions {
   // stored head there, because the q8 copy kAuto picks for W4A16 checkpoints is an int8-per-row
   // matmul the device kernels do not define (it would run on the host, every step).
   bool device = false;
+  // The backend runs int8 activations (MatVec::kQ8, ops/backend.h): kAuto keeps a stored head
+  // of a kind those kernels run with integer dot products (core/q8_blocks.h HasQ8Dot, e.g. Q6_K),
+  // which streams faster than the int8-per-row copy through the f32 kernel (docs/speed.md).
+  bool int8_matvec = false;
   int threads = 0;  // for load-time copies; <= 0: all cores
 };
 

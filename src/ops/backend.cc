@@ -79,20 +79,12 @@ OpTable MakeCpuTable() {
   return t;
 }
 
-// The ref or CPU table with every matmul through MatMulQ8a (ops/matmul_q8a.h).
-OpTable MakeRefQ8Table() {
-  OpTable t = MakeRefTable();
-  t.matmul = ref::MatMulQ8a;
-  t.grouped_matmul = MatMulEach<ref::MatMulQ8a, ref::GeluMul>;
-  t.residual_norm = ResidualNormOn<ref::MatMulQ8a, ref::ResidualNorm>;
-  return t;
-}
-
-OpTable MakeCpuQ8Table() {
-  OpTable t = MakeCpuTable();
-  t.matmul = cpu::MatMulQ8a;
-  t.grouped_matmul = MatMulEach<cpu::MatMulQ8a, cpu::GeluMul>;
-  t.residual_norm = ResidualNormOn<cpu::MatMulQ8a, cpu::ResidualNorm>;
+// Table t with every matmul through kMatMul: grouped ones, and ResidualNorm's projection.
+template <MatMulFn kMatMul, GeluMulFn kGeluMul, ResidualNormFn kNorm>
+OpTable WithMatMul(OpTable t) {
+  t.matmul = kMatMul;
+  t.grouped_matmul = MatMulEach<kMatMul, kGeluMul>;
+  t.residual_norm = ResidualNormOn<kMatMul, kNorm>;
   return t;
 }
 
@@ -187,8 +179,11 @@ StatusOr<MatVec> ParseMatVec(const std::string& name) {
 const OpTable& GetOpTable(BackendKind kind, MatVec matvec) {
   static const OpTable ref_table = MakeRefTable();
   static const OpTable cpu_table = MakeCpuTable();
-  static const OpTable ref_q8_table = MakeRefQ8Table();
-  static const OpTable cpu_q8_table = MakeCpuQ8Table();
+  // MatVec::kQ8: every matmul through MatMulQ8a (ops/matmul_q8a.h).
+  static const OpTable ref_q8_table =
+      WithMatMul<ref::MatMulQ8a, ref::GeluMul, ref::ResidualNorm>(MakeRefTable());
+  static const OpTable cpu_q8_table =
+      WithMatMul<cpu::MatMulQ8a, cpu::GeluMul, cpu::ResidualNorm>(MakeCpuTable());
 #ifdef G4_HAS_CUDA
   static const OpTable cuda_table = MakeCudaTable();
   if (kind == BackendKind::kCuda) return cuda_table;

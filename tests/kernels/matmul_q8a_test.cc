@@ -1,10 +1,9 @@
 // MatMulQ8a (ops/matmul_q8a.h): the CPU kernels (kernels/cpu/matmul_q8a.cc: vnni512, avx2,
-// scalar, one per pinned Highway target) against ref::MatMulQ8a on random Q4_0 / Q5_0 / Q8_0
-// blocks,
-// odd N (tile tails), block counts that leave tails after the 2- and 4-block steps, misaligned
-// weights and x, pools of 1 and 3 threads. The ref itself is checked against the exact MatMul:
-// equal where x's quantization is exact, within the 8-bit rounding of x otherwise. Calls outside
-// the definition (T > 1, other kinds) are MatMul's, bit for bit.
+// scalar, one per pinned Highway target) against ref::MatMulQ8a on random Q4_0 / Q5_0 / Q8_0 /
+// Q4_K / Q6_K blocks, odd N, block counts that leave tails after the 2- and 4-block steps,
+// misaligned weights and x, pools of 1 and 3 threads. The ref itself is checked against the exact
+// MatMul: equal where x's quantization is exact, within the 8-bit rounding of x otherwise. Calls
+// outside the definition (T > 1, other kinds) are MatMul's, bit for bit.
 
 #include <algorithm>
 #include <cmath>
@@ -71,8 +70,10 @@ TEST_P(MatMulQ8aTest, CpuMatchesRefOnOddShapes) {
   ThreadPool pool(threads);
   uint32_t seed = 11;
   double worst = 0.0;
-  for (int64_t blocks : {1, 2, 3, 5, 7, 20, 48, 67}) {
-    const int64_t K = 32 * blocks;
+  const int64_t elems = GgufBlockFormat(kind).elems;
+  for (int64_t blocks : elems == 32 ? std::vector<int64_t>{1, 2, 3, 5, 7, 20, 48, 67}
+                                    : std::vector<int64_t>{1, 2, 3, 8}) {
+    const int64_t K = elems * blocks;
     for (int64_t N : {1, 3, 5, 17, 70}) {
       for (bool misalign : {false, true}) {
         SCOPED_TRACE("K=" + std::to_string(K) + " N=" + std::to_string(N) +
@@ -105,6 +106,7 @@ TEST_P(MatMulQ8aTest, CpuMatchesRefAtModelWidths) {
   ASSERT_TRUE(scoped_target.ok()) << target;
   ThreadPool pool(threads);
   for (auto [N, K] : {std::pair<int64_t, int64_t>{1031, 640}, {259, 1536}, {67, 6144}}) {
+    if (K % GgufBlockFormat(kind).elems != 0) continue;  // 640: no Q4_K rows
     SCOPED_TRACE("N=" + std::to_string(N) + " K=" + std::to_string(K));
     const GgufTensor w(kind, N, K, /*misalign=*/true, 21);
     const FloatBuffer x(RandomFloats(K, 22), /*misalign=*/true);
@@ -120,7 +122,8 @@ TEST_P(MatMulQ8aTest, CpuMatchesRefAtModelWidths) {
 
 INSTANTIATE_TEST_SUITE_P(KindsPoolsTargets, MatMulQ8aTest,
                          ::testing::Combine(::testing::Values(QuantKind::kQ8_0, QuantKind::kQ4_0,
-                                                              QuantKind::kQ5_0),
+                                                              QuantKind::kQ5_0, QuantKind::kQ4_K,
+                                                              QuantKind::kQ6_K),
                                             ::testing::Values(1, 3),
                                             ::testing::ValuesIn(testing::Targets())),
                          testing::ParamNames());
@@ -130,8 +133,9 @@ INSTANTIATE_TEST_SUITE_P(KindsPoolsTargets, MatMulQ8aTest,
 // |x - d q| <= d / 2, d = absmax / 127, so |y - exact| <= sum_b (d_b / 2) sum_j |w_bj|.
 TEST(MatMulQ8aRef, EqualsExactMatMulUpToTheRoundingOfX) {
   ThreadPool pool(1);
-  for (QuantKind kind : {QuantKind::kQ8_0, QuantKind::kQ4_0, QuantKind::kQ5_0}) {
-    const int64_t N = 9, K = 32 * 6;
+  for (QuantKind kind :
+       {QuantKind::kQ8_0, QuantKind::kQ4_0, QuantKind::kQ5_0, QuantKind::kQ4_K, QuantKind::kQ6_K}) {
+    const int64_t N = 9, K = 256 * 2;
     const GgufTensor w(kind, N, K, false, 5);
     std::vector<float> xi(static_cast<size_t>(K));
     for (int64_t k = 0; k < K; ++k) {
@@ -189,7 +193,9 @@ TEST(MatMulQ8a, IsMatMulOutsideItsDefinition) {
   }
   EXPECT_TRUE(UsesQ8Activations(GgufTensor(QuantKind::kQ8_0, 1, 32, false, 1).view(), 1));
   EXPECT_FALSE(UsesQ8Activations(GgufTensor(QuantKind::kQ8_0, 1, 32, false, 1).view(), 2));
-  EXPECT_FALSE(UsesQ8Activations(GgufTensor(QuantKind::kQ6_K, 1, 256, false, 1).view(), 1));
+  EXPECT_FALSE(UsesQ8Activations(GgufTensor(QuantKind::kQ5_K, 1, 256, false, 1).view(), 1));
+  EXPECT_TRUE(UsesQ8Activations(GgufTensor(QuantKind::kQ6_K, 1, 256, false, 1).view(), 1));
+  EXPECT_TRUE(UsesQ8Activations(GgufTensor(QuantKind::kQ4_K, 1, 256, false, 1).view(), 1));
 }
 
 TEST(MatMulQ8a, BackendStatesAndRunsIt) {

@@ -10,9 +10,9 @@
 //     its first near-tie), on at least 8 prompts in full;
 //   - chunked prefill equal to the full forward;
 //   - the perplexity of llama-perplexity's protocol within 0.5% of transformers';
-//   - int8 activations (--matvec q8, decoded a token at a time): perplexity within 0.5% of
-//     transformers' and of the exact path's, small KL from the exact path, the same top token at
-//     >= 90% of positions;
+//   - int8 activations (--matvec q8, decoded a token at a time): perplexity within 1% of the
+//     exact path's (which, a token at a time, is within 0.5% of transformers'), mean KL from
+//     the exact path < 0.005 nats, the same top token at >= 95% of positions;
 //   - the degeneracy verdict: the base model's " France. The The The ..." (no BOS) is flagged,
 //     ordinary prose is not.
 #include <gtest/gtest.h>
@@ -86,6 +86,22 @@ class Gemma3RealTest : public ::testing::Test {
   }
 
   static const json& Cases() { return (*manifest_)["cases"]; }
+  // The perplexity text's tokens, read as llama-perplexity reads a file: one trailing newline
+  // dropped, BOS first, special tokens as plain text. Empty (a test failure) if unreadable.
+  static std::vector<int32_t> PerplexityTokens() {
+    const std::string file = (*manifest_)["perplexity"]["file"].get<std::string>();
+    std::ifstream in(std::string(G4_SOURCE_DIR) + "/" + file, std::ios::binary);
+    if (!in) {
+      ADD_FAILURE() << "cannot read " << file;
+      return {};
+    }
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!text.empty() && text.back() == '\n') text.pop_back();
+    EncodeOptions o;
+    o.parse_special = false;
+    o.add_bos = true;
+    return tokenizer_->Encode(text, o);
+  }
   static std::vector<int32_t> Ids(const json& c) { return c["ids"].get<std::vector<int32_t>>(); }
 
   static CausalLM* model_;
@@ -207,16 +223,7 @@ TEST_F(Gemma3RealTest, ChunkedPrefillEqualsTheFullForward) {
 TEST_F(Gemma3RealTest, PerplexityMatchesTransformers) {
   const json& p = (*manifest_)["perplexity"];
   const std::vector<int32_t> ref_tokens = p["tokens"].get<std::vector<int32_t>>();
-  // g4 reads the text as llama-perplexity does: one trailing newline dropped, BOS first.
-  std::ifstream in(std::string(G4_SOURCE_DIR) + "/" + p["file"].get<std::string>(),
-                   std::ios::binary);
-  ASSERT_TRUE(in) << p["file"];
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!text.empty() && text.back() == '\n') text.pop_back();
-  EncodeOptions o;
-  o.parse_special = false;
-  o.add_bos = true;
-  const std::vector<int32_t> tokens = tokenizer_->Encode(text, o);
+  const std::vector<int32_t> tokens = PerplexityTokens();
   ASSERT_GE(tokens.size(), ref_tokens.size());
   EXPECT_TRUE(std::equal(ref_tokens.begin(), ref_tokens.end(), tokens.begin()));
   PerplexityOptions po;
@@ -232,19 +239,12 @@ TEST_F(Gemma3RealTest, PerplexityMatchesTransformers) {
   EXPECT_NEAR(r->ppl(), ref, 0.005 * ref);
 }
 
-// The accuracy cost of MatVec::kQ8 on real text: the head (Q8_0) and the Q5_0 projections run
-// integer dot products when decoding (batch 1); the exact path runs beside it as the baseline.
-TEST_F(Gemma3RealTest, Q8ActivationsKeepPerplexityWithinHalfAPercent) {
+// The accuracy cost of MatVec::kQ8 on real text: every matvec of this file (Q8_0 head, Q5_0,
+// Q4_K, Q6_K) runs integer dot products when decoding (batch 1); the exact path runs beside it as
+// the baseline.
+TEST_F(Gemma3RealTest, Q8ActivationsStayCloseToTheExactPath) {
   const json& p = (*manifest_)["perplexity"];
-  std::ifstream in(std::string(G4_SOURCE_DIR) + "/" + p["file"].get<std::string>(),
-                   std::ios::binary);
-  ASSERT_TRUE(in) << p["file"];
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!text.empty() && text.back() == '\n') text.pop_back();
-  EncodeOptions o;
-  o.parse_special = false;
-  o.add_bos = true;
-  const std::vector<int32_t> tokens = tokenizer_->Encode(text, o);
+  const std::vector<int32_t> tokens = PerplexityTokens();
   Backend q8(BackendKind::kCpu, 0, MatVec::kQ8);
   PerplexityOptions po;
   po.ctx = p["ctx"].get<int>();
@@ -254,16 +254,19 @@ TEST_F(Gemma3RealTest, Q8ActivationsKeepPerplexityWithinHalfAPercent) {
   auto r = Perplexity(*model_, q8, tokens, po);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   const double ref = p["ppl"].get<double>(), n = static_cast<double>(r->scored);
+  ASSERT_GT(n, 0);
   std::printf("q8 activations: perplexity %.4f, exact %.4f, transformers %.4f; mean KL %.5f "
               "(max %.5f); same top token %.2f%% of %lld\n",
               r->ppl(), r->baseline_ppl(), ref, r->kl_sum / n, r->kl_max,
               100.0 * static_cast<double>(r->top1_same) / n, static_cast<long long>(r->scored));
   EXPECT_NEAR(r->baseline_ppl(), ref, 0.005 * ref);  // the exact path, a token at a time
-  EXPECT_NEAR(r->ppl(), r->baseline_ppl(), 0.005 * r->baseline_ppl());
-  EXPECT_NEAR(r->ppl(), ref, 0.005 * ref);
+  // 504 scored tokens: the perplexity ratio moves by ~0.3% (one sigma) with the text alone
+  // (docs/speed.md: +0.8% here, -0.1% on 1016 other tokens), so the per-token measures carry
+  // the tight bounds.
+  EXPECT_NEAR(r->ppl(), r->baseline_ppl(), 0.01 * r->baseline_ppl());
   EXPECT_GT(r->kl_sum, 0.0);  // the path did run: x's rounding moves the logits
-  EXPECT_LT(r->kl_sum / n, 0.01);
-  EXPECT_GE(static_cast<double>(r->top1_same) / n, 0.9);
+  EXPECT_LT(r->kl_sum / n, 0.005);
+  EXPECT_GE(static_cast<double>(r->top1_same) / n, 0.95);
 }
 
 TEST_F(Gemma3RealTest, DegeneracyFlagsTheTokenLoopAndNotProse) {

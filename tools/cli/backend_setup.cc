@@ -36,6 +36,7 @@ StatusOr<LoadOptions> LoadOptionsFor(const ModelFlags& flags, const Backend& bac
   LoadOptions options;
   G4_ASSIGN_OR_RETURN(options.head, ParseHeadMode(flags.head));
   options.device = backend.memory().is_device();
+  options.int8_matvec = backend.matvec() == MatVec::kQ8;
   return options;
 }
 

@@ -1,18 +1,20 @@
-// CPU MatMulQ8a (ops/matmul_q8a.h): decode matvecs of Q4_0 / Q5_0 / Q8_0 GGUF blocks against
-// int8 activations, with integer dot products. x is quantized once per call (QuantizeQ8Blocks)
-// and laid out in the order the kernel reads it; workers share it read-only. Every weight value
-// is u - offset with u unsigned (Q8DotOffset: Q4_0 nibbles - 8, Q5_0 5-bit values - 16, Q8_0
-// q = (q + 128) - 128), so a block's dot product is sum u * xq - offset * sum xq, the second term
-// precomputed per block of x. Three paths, chosen per call from the live CPU (and the Highway
-// target a test pins, so every path is tested on one machine):
+// CPU MatMulQ8a (ops/matmul_q8a.h): decode matvecs of Q4_0 / Q5_0 / Q8_0 / Q4_K / Q6_K GGUF
+// blocks against int8 activations, with integer dot products. x is quantized once per call
+// (QuantizeQ8Blocks) and laid out in the order the kernel reads it; workers share it read-only.
+// Every weight value is an unsigned small integer u under scales, minus an offset (Q8DotOffset:
+// Q4_0 nibbles - 8, Q5_0 5-bit values - 16, Q6_K 6-bit values - 32, Q8_0 q = (q + 128) - 128;
+// Q4_K nibbles carry a min term instead, dmin * m * sum(xq)), so a dot product is sum u * xq
+// minus offset * sum xq, the second term precomputed per block of x. Three paths, chosen per call
+// from the live CPU (and the Highway target a test pins, so every path is tested on one machine):
 //  * vnni512 (AVX-512 F/BW/VL + VNNI): vpdpbusd multiplies 64 unsigned by 64 signed bytes and
-//    adds groups of 4 into 16 int32 lanes, starting from -offset * sum(xq) in one lane per block.
-//    Q8_0 and Q5_0 take two blocks per step, Q4_0 four; x is laid out in the order the step
-//    unpacks the weights (StepSource). The int32 lanes are converted once and scaled by dw * dx
-//    of their block.
-//  * avx2: one block per step; vpmaddubsw + vpmaddwd instead of vpdpbusd (Q8_0 through the sign
-//    trick, |w| * sign(w) xq, so that no pair of products saturates int16).
-//  * scalar: anywhere else (and the tails of the vnni512 path: blocks past the last full step).
+//    adds groups of 4 into 16 int32 lanes, starting from -offset * sum(xq) in one lane per
+//    block (or group). Q8_0 and Q5_0 take two blocks per step, Q4_0 four, Q4_K and Q6_K one
+//    256-value block; x is laid out in the order a step unpacks the weights. The int32 lanes are
+//    converted once and scaled by the scales of their block, sub-block or group.
+//  * avx2: 32 values per step; vpmaddubsw + vpmaddwd instead of vpdpbusd (Q8_0 through the sign
+//    trick, |w| * sign(w) xq, so that no pair of products saturates int16; u <= 63 elsewhere).
+//  * scalar (Q8Dot): anywhere else, and the tails of the vnni512 path (blocks past its last full
+//    step).
 
 #include <algorithm>
 #include <cstdint>
@@ -67,7 +69,8 @@ const char* PathName(Path p) {
 struct Shape {
   QuantKind kind;  // HasQ8Dot
   const uint8_t* data;
-  int64_t row_bytes, K, N, blocks, block_bytes;
+  int64_t row_bytes, K, N;
+  int64_t blocks, block_bytes, elems;  // weight blocks per row, their bytes and values
 };
 
 // x quantized: natural order (xq, dx, sx) and, for the vnni512 path, per step of S blocks
@@ -80,13 +83,8 @@ struct QuantX {
   std::vector<int8_t> xs;
   std::vector<int32_t> corr;  // [steps, 16]
   std::vector<float> dxl;     // [steps, 16]
+  std::vector<int32_t> sx16;  // Q6_K: the sums of xq over its groups of 16
 };
-
-float Half(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return F16ToF32(h);
-}
 
 // y[n] for rows [begin, end), blocks [b0, blocks) (the tail after a SIMD path's steps) added to
 // y when b0 > 0.
@@ -95,10 +93,10 @@ void ScalarRows(const Shape& s, const QuantX& x, int64_t b0, int64_t begin, int6
   for (int64_t n = begin; n < end; ++n) {
     const uint8_t* row = s.data + n * s.row_bytes;
     float acc = 0.0f;
+    const int64_t per = s.elems / kQ8Block;
     for (int64_t b = b0; b < s.blocks; ++b) {
-      const uint8_t* p = row + b * s.block_bytes;
-      acc += Half(p) * x.dx[static_cast<size_t>(b)] *
-             static_cast<float>(Q8BlockDot(s.kind, p, x.xq.data() + b * kQ8Block));
+      acc += static_cast<float>(Q8Dot(s.kind, row + b * s.block_bytes, x.xq.data() + b * s.elems,
+                                      x.dx.data() + b * per, x.sx.data() + b * per));
     }
     y[n] = b0 > 0 ? y[n] + acc : acc;
   }
@@ -258,6 +256,146 @@ G4_TARGET_VNNI void TileVnni(const Shape& s, const QuantX& x, const uint8_t* w, 
   for (int r = 0; r < kR; ++r) y[r] = _mm512_reduce_add_ps(acc[r]);
 }
 
+// ---- Q4_K (vnni512): one 256-value block per step. x per block: its 8 sub-blocks of 32 in the
+// order the nibbles come out of two 64-byte loads of qs (sub-blocks 0|2, 1|3, 4|6, 5|7: low
+// nibbles of the first load, high, low of the second, high), and 16 floats: dx of each
+// sub-block, then dx * sum(xq).
+void LayoutQ4K(const Shape& s, QuantX& x) {
+  static constexpr int kOrder[8] = {0, 2, 1, 3, 4, 6, 5, 7};
+  x.xs.resize(static_cast<size_t>(s.blocks * 256));
+  x.dxl.resize(static_cast<size_t>(s.blocks * 16));
+  for (int64_t b = 0; b < s.blocks; ++b) {
+    for (int i = 0; i < 8; ++i) {
+      std::memcpy(&x.xs[static_cast<size_t>(b * 256 + 32 * i)],
+                  &x.xq[static_cast<size_t>(b * 256 + 32 * kOrder[i])], 32);
+      const size_t xb = static_cast<size_t>(8 * b + i);
+      x.dxl[static_cast<size_t>(16 * b + i)] = x.dx[xb];
+      x.dxl[static_cast<size_t>(16 * b + 8 + i)] = x.dx[xb] * static_cast<float>(x.sx[xb]);
+    }
+  }
+}
+
+// The 8 6-bit scales (bytes 0-7) and mins (bytes 8-15) of a Q4_K block's 12 scale bytes
+// (GgufScaleMinK4), four at a time in 32-bit words.
+inline __m128i ScalesMinsQ4K(const uint8_t* scales) {
+  uint32_t w0, w1, w2;
+  std::memcpy(&w0, scales, 4);
+  std::memcpy(&w1, scales + 4, 4);
+  std::memcpy(&w2, scales + 8, 4);
+  const uint32_t sc_lo = w0 & 0x3f3f3f3fu, m_lo = w1 & 0x3f3f3f3fu;
+  const uint32_t sc_hi = (w2 & 0x0f0f0f0fu) | ((w0 >> 6) & 0x03030303u) << 4;
+  const uint32_t m_hi = ((w2 >> 4) & 0x0f0f0f0fu) | ((w1 >> 6) & 0x03030303u) << 4;
+  return _mm_set_epi64x(static_cast<int64_t>(uint64_t{m_hi} << 32 | m_lo),
+                        static_cast<int64_t>(uint64_t{sc_hi} << 32 | sc_lo));
+}
+
+G4_TARGET_VNNI void RowQ4K(const Shape& s, const QuantX& x, const uint8_t* w, float* y) {
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  // Lane -> sub-block of each dpbusd result (see LayoutQ4K).
+  const __m512i sb02 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2);
+  const __m512i sb13 = _mm512_add_epi32(sb02, _mm512_set1_epi32(1));
+  const __m512i sb46 = _mm512_add_epi32(sb02, _mm512_set1_epi32(4));
+  const __m512i sb57 = _mm512_add_epi32(sb02, _mm512_set1_epi32(5));
+  __m512 acc = _mm512_setzero_ps(), mins = _mm512_setzero_ps();
+  const int8_t* xs = x.xs.data();
+  const float* dxl = x.dxl.data();
+  for (int64_t b = 0; b < s.blocks; ++b, xs += 256, dxl += 16) {
+    const uint8_t* p = w + b * 144;
+    const char* ahead = reinterpret_cast<const char*>(p + kPrefetchRows * s.row_bytes);
+    _mm_prefetch(ahead, _MM_HINT_T0);
+    _mm_prefetch(ahead + 64, _MM_HINT_T0);
+    _mm_prefetch(ahead + 128, _MM_HINT_T0);
+    // Lanes 0-7: d * sc_i * dx_i; lanes 8-15: dmin * m_i * dx_i * sum_i.
+    uint32_t dd;
+    std::memcpy(&dd, p, 4);
+    const __m512 d_dmin = _mm512_permutexvar_ps(
+        _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
+        _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(dd)))));
+    const __m512 f = _mm512_mul_ps(
+        _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(ScalesMinsQ4K(p + 4))), d_dmin),
+        _mm512_loadu_ps(dxl));
+    mins = _mm512_add_ps(mins, f);  // lanes 0-7 are dropped at the end
+    const __m512i v0 = _mm512_loadu_si512(p + 16), v1 = _mm512_loadu_si512(p + 80);
+    const __m512i zero = _mm512_setzero_si512();
+    const __m512i a =
+        _mm512_dpbusd_epi32(zero, _mm512_and_si512(v0, low4), _mm512_loadu_si512(xs));
+    const __m512i c = _mm512_dpbusd_epi32(
+        zero, _mm512_and_si512(_mm512_srli_epi16(v0, 4), low4), _mm512_loadu_si512(xs + 64));
+    const __m512i e =
+        _mm512_dpbusd_epi32(zero, _mm512_and_si512(v1, low4), _mm512_loadu_si512(xs + 128));
+    const __m512i g = _mm512_dpbusd_epi32(
+        zero, _mm512_and_si512(_mm512_srli_epi16(v1, 4), low4), _mm512_loadu_si512(xs + 192));
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), _mm512_permutexvar_ps(sb02, f), acc);
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c), _mm512_permutexvar_ps(sb13, f), acc);
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(e), _mm512_permutexvar_ps(sb46, f), acc);
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(g), _mm512_permutexvar_ps(sb57, f), acc);
+  }
+  *y = _mm512_reduce_add_ps(acc) - _mm512_reduce_add_ps(_mm512_maskz_mov_ps(0xFF00, mins));
+}
+
+// ---- Q6_K (vnni512): one 256-value block per step, x in natural order; per block 64 int32
+// starts (for each half h and each of its two 64-value products: lane 4k = -32 * the sum of xq
+// over the product's group k) and the 16 groups' dx.
+void LayoutQ6K(const Shape& s, QuantX& x) {
+  x.corr.assign(static_cast<size_t>(s.blocks * 64), 0);
+  x.dxl.resize(static_cast<size_t>(s.blocks * 16));
+  for (int64_t b = 0; b < s.blocks; ++b) {
+    for (int64_t g = 0; g < 16; ++g) {
+      const int64_t h = g / 8, part = g % 8 / 4, k = g % 4;
+      x.corr[static_cast<size_t>(64 * b + 32 * h + 16 * part + 4 * k)] =
+          -32 * x.sx16[static_cast<size_t>(16 * b + g)];
+      x.dxl[static_cast<size_t>(16 * b + g)] = x.dx[static_cast<size_t>(8 * b + g / 2)];
+    }
+  }
+}
+
+// Q6_K's ql nibbles and qh bit pairs as one half's 6-bit values: bytes 0-31 and 32-63 of ulo are
+// values l and 32 + l, of uhi 64 + l and 96 + l (l < 32), as natural order within the half.
+G4_TARGET_VNNI void RowQ6K(const Shape& s, const QuantX& x, const uint8_t* w, float* y) {
+  const __m512i low4 = _mm512_set1_epi8(0x0f), top2 = _mm512_set1_epi8(0x30);
+  // Per 16-bit word: qh bits 0-1 / 2-3 up to bits 4-5 for values l / 32 + l; bits 4-5 / 6-7
+  // down for 64 + l / 96 + l.
+  const __m512i up = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
+  const __m512i down = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+  const __m512i g0 = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+  const __m512i groups[4] = {g0, _mm512_add_epi32(g0, _mm512_set1_epi32(4)),
+                             _mm512_add_epi32(g0, _mm512_set1_epi32(8)),
+                             _mm512_add_epi32(g0, _mm512_set1_epi32(12))};
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t b = 0; b < s.blocks; ++b) {
+    const uint8_t* p = w + b * 210;
+    const char* ahead = reinterpret_cast<const char*>(p + kPrefetchRows * s.row_bytes);
+    for (int line = 0; line < 4; ++line) _mm_prefetch(ahead + 64 * line, _MM_HINT_T0);
+    uint16_t hd;
+    std::memcpy(&hd, p + 208, 2);
+    // Lane g: d * sc_g * dx of group g.
+    const __m512 sc = _mm512_cvtepi32_ps(
+        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 192))));
+    const __m512 f = _mm512_mul_ps(_mm512_mul_ps(sc, _mm512_set1_ps(_cvtsh_ss(hd))),
+                                   _mm512_loadu_ps(x.dxl.data() + 16 * b));
+    const int8_t* xb = x.xq.data() + 256 * b;
+    const int32_t* corr = x.corr.data() + 64 * b;
+    for (int h = 0; h < 2; ++h) {
+      const __m512i ql = _mm512_loadu_si512(p + 64 * h);
+      const __m512i qh = _mm512_broadcast_i64x4(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 128 + 32 * h)));
+      const __m512i ulo = _mm512_or_si512(_mm512_and_si512(ql, low4),
+                                          _mm512_and_si512(_mm512_sllv_epi16(qh, up), top2));
+      const __m512i uhi =
+          _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4),
+                          _mm512_and_si512(_mm512_srlv_epi16(qh, down), top2));
+      const __m512i a = _mm512_dpbusd_epi32(_mm512_loadu_si512(corr + 32 * h), ulo,
+                                            _mm512_loadu_si512(xb + 128 * h));
+      const __m512i c = _mm512_dpbusd_epi32(_mm512_loadu_si512(corr + 32 * h + 16), uhi,
+                                            _mm512_loadu_si512(xb + 128 * h + 64));
+      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(a), _mm512_permutexvar_ps(groups[2 * h], f), acc);
+      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c), _mm512_permutexvar_ps(groups[2 * h + 1], f),
+                            acc);
+    }
+  }
+  *y = _mm512_reduce_add_ps(acc);
+}
+
 template <QuantKind kKind>
 G4_TARGET_VNNI void RowsVnniOf(const Shape& s, const QuantX& x, int64_t begin, int64_t end,
                                float* y) {
@@ -271,6 +409,12 @@ G4_TARGET_VNNI void RowsVnniOf(const Shape& s, const QuantX& x, int64_t begin, i
 G4_TARGET_VNNI void RowsVnni(const Shape& s, const QuantX& x, int64_t begin, int64_t end,
                              float* y) {
   switch (s.kind) {
+    case QuantKind::kQ4_K:
+      for (int64_t n = begin; n < end; ++n) RowQ4K(s, x, s.data + n * s.row_bytes, y + n);
+      return;
+    case QuantKind::kQ6_K:
+      for (int64_t n = begin; n < end; ++n) RowQ6K(s, x, s.data + n * s.row_bytes, y + n);
+      return;
     case QuantKind::kQ4_0: RowsVnniOf<QuantKind::kQ4_0>(s, x, begin, end, y); break;
     case QuantKind::kQ5_0: RowsVnniOf<QuantKind::kQ5_0>(s, x, begin, end, y); break;
     default: RowsVnniOf<QuantKind::kQ8_0>(s, x, begin, end, y); break;
@@ -332,9 +476,96 @@ G4_TARGET_AVX2 void RowAvx2(const Shape& s, const QuantX& x, const uint8_t* w, f
   *y = _mm_cvtss_f32(v);
 }
 
+// Q4_K, one sub-block of 32 per step; the mins' term in f32 scalars.
+G4_TARGET_AVX2 void RowAvx2Q4K(const Shape& s, const QuantX& x, const uint8_t* w, float* y) {
+  const __m256i ones = _mm256_set1_epi16(1), low4 = _mm256_set1_epi8(0x0f);
+  __m256 acc = _mm256_setzero_ps();
+  float mins = 0.0f;
+  for (int64_t b = 0; b < s.blocks; ++b) {
+    const uint8_t* p = w + b * 144;
+    _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchRows * s.row_bytes), _MM_HINT_T0);
+    uint16_t hd, hm;
+    std::memcpy(&hd, p, 2);
+    std::memcpy(&hm, p + 2, 2);
+    const float d = _cvtsh_ss(hd), dmin = _cvtsh_ss(hm);
+    alignas(16) uint8_t sm[16];  // scales 0-7, mins 8-15
+    _mm_store_si128(reinterpret_cast<__m128i*>(sm), ScalesMinsQ4K(p + 4));
+    for (int c = 0; c < 4; ++c) {
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16 + 32 * c));
+      for (int h = 0; h < 2; ++h) {
+        const int i = 2 * c + h;
+        const size_t xb = static_cast<size_t>(8 * b + i);
+        const __m256i u = h == 0 ? _mm256_and_si256(q, low4)
+                                 : _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+        const __m256i xv =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.xq.data() + 32 * xb));
+        const __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(u, xv), ones);
+        const __m256 scale = _mm256_set1_ps(d * sm[i] * x.dx[xb]);
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc);
+        mins += dmin * sm[8 + i] * x.dx[xb] * static_cast<float>(x.sx[xb]);
+      }
+    }
+  }
+  __m128 v = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+  v = _mm_add_ps(v, _mm_movehl_ps(v, v));
+  v = _mm_add_ss(v, _mm_movehdup_ps(v));
+  *y = _mm_cvtss_f32(v) - mins;
+}
+
+// Q6_K, 32 values (two groups of 16) per step.
+G4_TARGET_AVX2 void RowAvx2Q6K(const Shape& s, const QuantX& x, const uint8_t* w, float* y) {
+  const __m256i ones = _mm256_set1_epi16(1), low4 = _mm256_set1_epi8(0x0f);
+  const __m256i three = _mm256_set1_epi8(3);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t b = 0; b < s.blocks; ++b) {
+    const uint8_t* p = w + b * 210;
+    _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchRows * s.row_bytes), _MM_HINT_T0);
+    uint16_t hd;
+    std::memcpy(&hd, p + 208, 2);
+    const float d = _cvtsh_ss(hd);
+    const int8_t* sc = reinterpret_cast<const int8_t*>(p + 192);
+    for (int h = 0; h < 2; ++h) {
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 128 + 32 * h));
+      for (int part = 0; part < 4; ++part) {  // values 128 h + 32 part + l
+        const __m256i ql =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * h + 32 * (part % 2)));
+        const __m256i nib = part < 2 ? _mm256_and_si256(ql, low4)
+                                     : _mm256_and_si256(_mm256_srli_epi16(ql, 4), low4);
+        const __m256i hb =
+            _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * part)), three);
+        const __m256i u = _mm256_or_si256(nib, _mm256_slli_epi16(hb, 4));
+        const int64_t v0 = 128 * h + 32 * part, g = v0 / 16;
+        const size_t xg = static_cast<size_t>(16 * b + g);
+        const __m256i xv =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.xq.data() + 256 * b + v0));
+        const __m256i start =
+            _mm256_setr_epi32(-32 * x.sx16[xg], 0, 0, 0, -32 * x.sx16[xg + 1], 0, 0, 0);
+        const __m256i dot =
+            _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(u, xv), ones), start);
+        const float dxg = d * x.dx[static_cast<size_t>(8 * b + g / 2)];
+        const __m256 scale =
+            _mm256_set_m128(_mm_set1_ps(dxg * sc[g + 1]), _mm_set1_ps(dxg * sc[g]));
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc);
+      }
+    }
+  }
+  __m128 v = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+  v = _mm_add_ps(v, _mm_movehl_ps(v, v));
+  v = _mm_add_ss(v, _mm_movehdup_ps(v));
+  *y = _mm_cvtss_f32(v);
+}
+
 G4_TARGET_AVX2 void RowsAvx2(const Shape& s, const QuantX& x, int64_t begin, int64_t end,
                              float* y) {
-  for (int64_t n = begin; n < end; ++n) RowAvx2(s, x, s.data + n * s.row_bytes, y + n);
+  for (int64_t n = begin; n < end; ++n) {
+    if (s.kind == QuantKind::kQ4_K) {
+      RowAvx2Q4K(s, x, s.data + n * s.row_bytes, y + n);
+    } else if (s.kind == QuantKind::kQ6_K) {
+      RowAvx2Q6K(s, x, s.data + n * s.row_bytes, y + n);
+    } else {
+      RowAvx2(s, x, s.data + n * s.row_bytes, y + n);
+    }
+  }
 }
 #endif  // G4_Q8A_X86
 
@@ -345,8 +576,9 @@ const char* MatMulQ8aKernel() { return PathName(ChoosePath()); }
 void MatMulQ8a(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y) {
   if (!UsesQ8Activations(w, T)) return MatMul(pool, w, x, T, y);
   const int64_t K = w.dim(1), blocks = K / kQ8Block;
+  const BlockFormat f = GgufBlockFormat(w.quant.kind);
   const Shape s{w.quant.kind, static_cast<const uint8_t*>(w.data), w.quant.row_bytes, K, w.dim(0),
-                blocks, GgufBlockFormat(w.quant.kind).bytes};
+                K / f.elems, f.bytes, f.elems};
   thread_local QuantX caller_qx;
   // Named through a reference: a thread_local named in the lambdas would be each worker's own.
   QuantX& qx = caller_qx;
@@ -354,11 +586,23 @@ void MatMulQ8a(ThreadPool& pool, const TensorView& w, const float* x, int64_t T,
   qx.dx.resize(static_cast<size_t>(blocks));
   qx.sx.resize(static_cast<size_t>(blocks));
   QuantizeQ8Blocks(x, K, qx.xq.data(), qx.dx.data(), qx.sx.data());
+  if (s.kind == QuantKind::kQ6_K) {
+    qx.sx16.assign(static_cast<size_t>(K / 16), 0);
+    for (int64_t k = 0; k < K; ++k) {
+      qx.sx16[static_cast<size_t>(k / 16)] += qx.xq[static_cast<size_t>(k)];
+    }
+  }
   const Path path = ChoosePath();
   const int64_t grain = std::max<int64_t>(4, ((int64_t{1} << 17) + K - 1) / K);
 #if G4_Q8A_X86
   if (path == Path::kVnni512) {
-    LayoutVnni(s, qx);
+    if (s.kind == QuantKind::kQ4_K) {
+      LayoutQ4K(s, qx);
+    } else if (s.kind == QuantKind::kQ6_K) {
+      LayoutQ6K(s, qx);
+    } else {
+      LayoutVnni(s, qx);
+    }
     pool.ParallelFor(s.N, grain, [&](int64_t b, int64_t e) { RowsVnni(s, qx, b, e, y); });
     return;
   }

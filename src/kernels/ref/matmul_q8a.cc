@@ -1,10 +1,8 @@
 // Reference MatMulQ8a (ops/matmul_q8a.h): x quantized by QuantizeQ8Blocks, each block's integer
-// dot product exact in int32, the scaled block sums accumulated in f64. The oracle of the CPU
-// kernels (kernels/cpu/matmul_q8a.cc), which must agree to f32 summation accuracy.
-#include <cstring>
+// dot products exact in int32 (Q8Dot), the scaled block sums accumulated in f64. The oracle of
+// the CPU kernels (kernels/cpu/matmul_q8a.cc), which must agree to f32 summation accuracy.
 #include <vector>
 
-#include "core/dtype.h"
 #include "core/q8_blocks.h"
 #include "kernels/ref/kernels.h"
 #include "ops/matmul_q8a.h"
@@ -18,16 +16,14 @@ void MatMulQ8a(ThreadPool& pool, const TensorView& w, const float* x, int64_t T,
   std::vector<float> dx(static_cast<size_t>(blocks));
   std::vector<int32_t> sx(static_cast<size_t>(blocks));
   QuantizeQ8Blocks(x, K, xq.data(), dx.data(), sx.data());
-  const int64_t block_bytes = GgufBlockFormat(w.quant.kind).bytes;
+  const BlockFormat f = GgufBlockFormat(w.quant.kind);
+  const int64_t per = f.elems / kQ8Block;  // x blocks under one weight block
   for (int64_t n = 0; n < N; ++n) {
     const uint8_t* row = static_cast<const uint8_t*>(w.data) + n * w.quant.row_bytes;
     double acc = 0.0;
-    for (int64_t b = 0; b < blocks; ++b) {
-      const uint8_t* p = row + b * block_bytes;
-      uint16_t half;
-      std::memcpy(&half, p, 2);
-      const int32_t dot = Q8BlockDot(w.quant.kind, p, xq.data() + b * kQ8Block);
-      acc += static_cast<double>(F16ToF32(half)) * dx[static_cast<size_t>(b)] * dot;
+    for (int64_t b = 0; b < K / f.elems; ++b) {
+      acc += Q8Dot(w.quant.kind, row + b * f.bytes, xq.data() + b * f.elems,
+                   dx.data() + b * per, sx.data() + b * per);
     }
     y[n] = static_cast<float>(acc);
   }

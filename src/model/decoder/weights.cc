@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/log.h"
+#include "core/q8_blocks.h"
 #include "core/thread_pool.h"
 #include "loader/compressed_tensors.h"
 #include "loader/page_advice.h"
@@ -252,7 +253,10 @@ Status MakeLmHead(ModelWeights* w, const LoadOptions& options) {
     // faster to stream than bf16, and than Q6_K / Q4_K blocks too (their unpacking costs more
     // than the bytes they save; docs/speed.md). Q8_0 blocks are already int8, kept as stored.
     // A device keeps the stored head (load_options.h).
-    const bool stored_is_int8 = w->embed.quantized() && w->embed.quant.kind == QuantKind::kQ8_0;
+    // With int8 activations any block kind with an integer kernel is kept too.
+    const bool stored_is_int8 =
+        w->embed.quantized() && (w->embed.quant.kind == QuantKind::kQ8_0 ||
+                                 (options.int8_matvec && HasQ8Dot(w->embed.quant.kind)));
     mode = !options.device && AnyQuantizedLinear(*w) && !stored_is_int8 ? HeadMode::kQ8
                                                                          : HeadMode::kAsStored;
   }
