@@ -109,7 +109,6 @@ void ScalarRows(const Shape& s, const QuantX& x, int64_t b0, int64_t begin, int6
 // ran the Gemma 3 270M head [262144, 640] at 13-16 ms against 7-9 ms for this (2 threads,
 // benchmarks/kernels/matmul_gguf_bench.cc); x is int8 and L1-resident, so reloading it is cheap.
 constexpr int64_t kPrefetchRows = 4;
-constexpr int kTileRows = 1;
 
 // ---- vnni512 ------------------------------------------------------------------------------
 
@@ -221,39 +220,33 @@ G4_TARGET_VNNI inline void StepVnni(const uint8_t* p, const int8_t* xs, const fl
   dw = _mm512_mask_mov_ps(_mm512_set1_ps(ds[0]), second, _mm512_set1_ps(ds[1]));
 }
 
-// y[r] for kR rows (row_bytes apart) at w: the sum over the whole-step blocks (the scalar tail
-// adds the rest). Each row's stream is prefetched kPrefetchRows * kR rows ahead.
-template <QuantKind kKind, int kR>
-G4_TARGET_VNNI void TileVnni(const Shape& s, const QuantX& x, const uint8_t* w, float* y) {
+// y = the sum over the whole-step blocks of the row at w (the scalar tail adds the rest).
+template <QuantKind kKind>
+G4_TARGET_VNNI void RowVnni(const Shape& s, const QuantX& x, const uint8_t* w, float* y) {
   constexpr int64_t S = kKind == QuantKind::kQ4_0 ? 4 : 2;
   constexpr int64_t bb = kKind == QuantKind::kQ4_0 ? 18 : kKind == QuantKind::kQ5_0 ? 22 : 34;
   constexpr int64_t xs_step = 32 * S;
-  const int64_t whole = s.blocks / S * S, rb = s.row_bytes;
-  __m512 acc[kR];
-  for (int r = 0; r < kR; ++r) acc[r] = _mm512_setzero_ps();
-  alignas(64) float ds[kR][kScaleChunk];
+  const int64_t whole = s.blocks / S * S;
+  __m512 acc = _mm512_setzero_ps();
+  alignas(64) float ds[kScaleChunk];
   const int8_t* xs = x.xs.data();
   const int32_t* corr = x.corr.data();
   const float* dxl = x.dxl.data();
   for (int64_t c0 = 0; c0 < whole; c0 += kScaleChunk) {
     const int64_t nb = std::min(kScaleChunk, whole - c0);  // a multiple of S
-    for (int r = 0; r < kR; ++r) GatherScales(w + r * rb, bb, c0, nb, ds[r]);
+    GatherScales(w, bb, c0, nb, ds);
     for (int64_t j = 0; j < nb; j += S, xs += xs_step, corr += 16, dxl += 16) {
       const uint8_t* p = w + (c0 + j) * bb;
-      const __m512i start = _mm512_loadu_si512(corr);
-      const __m512 dx = _mm512_loadu_ps(dxl);
-      for (int r = 0; r < kR; ++r) {
-        const char* ahead = reinterpret_cast<const char*>(p + r * rb + kPrefetchRows * kR * rb);
-        _mm_prefetch(ahead, _MM_HINT_T0);
-        _mm_prefetch(ahead + 64, _MM_HINT_T0);
-        __m512i dot = start;
-        __m512 dw;
-        StepVnni<kKind>(p + r * rb, xs, ds[r] + j, dot, dw);
-        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, dx), acc[r]);
-      }
+      const char* ahead = reinterpret_cast<const char*>(p + kPrefetchRows * s.row_bytes);
+      _mm_prefetch(ahead, _MM_HINT_T0);
+      _mm_prefetch(ahead + 64, _MM_HINT_T0);
+      __m512i dot = _mm512_loadu_si512(corr);
+      __m512 dw;
+      StepVnni<kKind>(p, xs, ds + j, dot, dw);
+      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, _mm512_loadu_ps(dxl)), acc);
     }
   }
-  for (int r = 0; r < kR; ++r) y[r] = _mm512_reduce_add_ps(acc[r]);
+  *y = _mm512_reduce_add_ps(acc);
 }
 
 // ---- Q4_K (vnni512): one 256-value block per step. x per block: its 8 sub-blocks of 32 in the
@@ -399,11 +392,7 @@ G4_TARGET_VNNI void RowQ6K(const Shape& s, const QuantX& x, const uint8_t* w, fl
 template <QuantKind kKind>
 G4_TARGET_VNNI void RowsVnniOf(const Shape& s, const QuantX& x, int64_t begin, int64_t end,
                                float* y) {
-  int64_t n = begin;
-  for (; n + kTileRows <= end; n += kTileRows) {
-    TileVnni<kKind, kTileRows>(s, x, s.data + n * s.row_bytes, y + n);
-  }
-  for (; n < end; ++n) TileVnni<kKind, 1>(s, x, s.data + n * s.row_bytes, y + n);
+  for (int64_t n = begin; n < end; ++n) RowVnni<kKind>(s, x, s.data + n * s.row_bytes, y + n);
 }
 
 G4_TARGET_VNNI void RowsVnni(const Shape& s, const QuantX& x, int64_t begin, int64_t end,
@@ -424,6 +413,13 @@ G4_TARGET_VNNI void RowsVnni(const Shape& s, const QuantX& x, int64_t begin, int
 }
 
 // ---- avx2 ---------------------------------------------------------------------------------
+
+// The sum of the 8 lanes of v.
+G4_TARGET_AVX2 inline float SumLanes(__m256 v) {
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  return _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
+}
 
 // The 8 int32 partial sums of sum u * xq over one block (the caller subtracts offset * sum xq).
 G4_TARGET_AVX2 inline __m256i BlockDotAvx2(QuantKind kind, const uint8_t* p, const int8_t* xb) {
@@ -470,10 +466,7 @@ G4_TARGET_AVX2 void RowAvx2(const Shape& s, const QuantX& x, const uint8_t* w, f
     const float scale = _cvtsh_ss(h) * x.dx[static_cast<size_t>(b)];
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(scale), acc);
   }
-  __m128 v = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-  v = _mm_add_ps(v, _mm_movehl_ps(v, v));
-  v = _mm_add_ss(v, _mm_movehdup_ps(v));
-  *y = _mm_cvtss_f32(v);
+  *y = SumLanes(acc);
 }
 
 // Q4_K, one sub-block of 32 per step; the mins' term in f32 scalars.
@@ -506,10 +499,7 @@ G4_TARGET_AVX2 void RowAvx2Q4K(const Shape& s, const QuantX& x, const uint8_t* w
       }
     }
   }
-  __m128 v = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-  v = _mm_add_ps(v, _mm_movehl_ps(v, v));
-  v = _mm_add_ss(v, _mm_movehdup_ps(v));
-  *y = _mm_cvtss_f32(v) - mins;
+  *y = SumLanes(acc) - mins;
 }
 
 // Q6_K, 32 values (two groups of 16) per step.
@@ -549,10 +539,7 @@ G4_TARGET_AVX2 void RowAvx2Q6K(const Shape& s, const QuantX& x, const uint8_t* w
       }
     }
   }
-  __m128 v = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-  v = _mm_add_ps(v, _mm_movehl_ps(v, v));
-  v = _mm_add_ss(v, _mm_movehdup_ps(v));
-  *y = _mm_cvtss_f32(v);
+  *y = SumLanes(acc);
 }
 
 G4_TARGET_AVX2 void RowsAvx2(const Shape& s, const QuantX& x, int64_t begin, int64_t end,
