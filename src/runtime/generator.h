@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -17,6 +18,21 @@
 
 namespace g4 {
 
+namespace grammar {
+struct Grammar;
+class VocabIndex;
+}  // namespace grammar
+
+// Grammar-constrained sampling (runtime/grammar/grammar.h): before each step the tokens that
+// would leave the grammar are masked out, then the sampler runs as usual.
+struct GrammarOptions {
+  std::shared_ptr<const grammar::Grammar> grammar;   // null: unconstrained
+  std::shared_ptr<const grammar::VocabIndex> vocab;  // the tokenizer's; required with a grammar
+  // >= 0: sampling is free until the model samples this token, which starts the grammar (a
+  // tool call the model opens itself: its arguments are then held to the tool's schema).
+  int32_t trigger_token = -1;
+};
+
 struct GenerationOptions {
   int max_tokens = 256;
   SamplingParams sampling;
@@ -27,6 +43,7 @@ struct GenerationOptions {
   int max_context = 0;                    // 0: prompt + max_tokens
   DegeneracyOptions degeneracy;
   bool stop_on_degenerate = false;        // end generation when the loop check trips
+  GrammarOptions grammar;
 };
 
 struct GenerationStats {

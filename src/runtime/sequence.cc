@@ -1,5 +1,8 @@
 #include "runtime/sequence.h"
 
+#include <algorithm>
+#include <limits>
+
 namespace g4 {
 
 Status ValidateGenerationOptions(const GenerationOptions& o, bool have_detokenizer) {
@@ -9,6 +12,9 @@ Status ValidateGenerationOptions(const GenerationOptions& o, bool have_detokeniz
   if (o.prefill_chunk <= 0) return InvalidArgument("prefill_chunk must be > 0");
   if (!o.stop_strings.empty() && !have_detokenizer) {
     return InvalidArgument("stop strings need a detokenizer (decode_piece)");
+  }
+  if (o.grammar.grammar != nullptr && o.grammar.vocab == nullptr) {
+    return InvalidArgument("grammar needs the tokenizer's vocabulary index (grammar.vocab)");
   }
   return Status::Ok();
 }
@@ -22,12 +28,51 @@ Sequence::Sequence(std::vector<int32_t> prompt, const GenerationOptions& options
       stop_(options.stop_ids, options.stop_strings, options.ignore_eos),
       loop_check_(options.degeneracy) {
   if (options_.max_tokens == 0) result_.finish_reason = "length";
+  if (options_.grammar.grammar != nullptr && options_.grammar.vocab != nullptr) {
+    std::vector<int32_t> end_ids;
+    if (!options_.ignore_eos) end_ids = options_.stop_ids;
+    matcher_.emplace(options_.grammar.grammar, options_.grammar.vocab, std::move(end_ids));
+    grammar_active_ = options_.grammar.trigger_token < 0;
+  }
+}
+
+std::span<const float> Sequence::Mask(std::span<const float> logits, bool* any) {
+  *any = true;
+  if (!matcher_ || !grammar_active_) return logits;
+  mask_.assign(static_cast<size_t>(options_.grammar.vocab->vocab_size()), 0);
+  matcher_->FillMask(mask_);
+  masked_.assign(logits.size(), -std::numeric_limits<float>::infinity());
+  const size_t n = std::min(mask_.size(), logits.size());
+  *any = false;
+  for (size_t i = 0; i < n; ++i) {
+    if (mask_[i]) {
+      masked_[i] = logits[i];
+      *any = true;
+    }
+  }
+  return masked_;
 }
 
 Sequence::Step Sequence::Accept(std::span<const float> logits, bool room) {
   Step step;
   if (finished()) return step;
-  step.token = sampler_.Sample(logits, prompt_, result_.tokens);
+  bool any = true;
+  const std::span<const float> allowed = Mask(logits, &any);
+  if (!any) {  // the grammar is done and has no end id to offer
+    result_.finish_reason = "stop";
+    step.text = stop_.Flush();
+    result_.text += step.text;
+    step.finished = true;
+    return step;
+  }
+  step.token = sampler_.Sample(allowed, prompt_, result_.tokens);
+  if (matcher_) {
+    if (grammar_active_) {
+      matcher_->Accept(step.token);  // allowed by the mask, so accepted
+    } else if (step.token == options_.grammar.trigger_token) {
+      grammar_active_ = matcher_->Accept(step.token);
+    }
+  }
   ++result_.sampled;
   const std::string piece = decode_piece_ ? decode_piece_(step.token) : std::string();
   const StopResult s = stop_.Feed(step.token, piece);

@@ -12,7 +12,8 @@
 #include "server/openai/api_error.h"
 #include "server/openai/response.h"
 #include "server/openai/tokenize_request.h"
-#include "server/reasoning_stream.h"
+#include "server/output_stream.h"
+#include "tokenizer/gemma4_tokens.h"
 
 namespace g4 {
 namespace {
@@ -68,16 +69,18 @@ openai::TokenLogprob ToApiLogprob(const Tokenizer& tok, const TokenLogprob& lp) 
   return out;
 }
 
-// OpenAI's finish_reason for an engine finish reason.
-std::string ApiFinishReason(const std::string& reason) {
-  return reason == "length" ? "length" : "stop";  // "degenerate" stops like a stop string
+// OpenAI's finish_reason for an engine finish reason: "tool_calls" when the answer ended with
+// calls to make ("length" still wins: a cut call is not one to run).
+std::string ApiFinishReason(const std::string& reason, bool tool_calls) {
+  if (reason == "length") return "length";
+  return tool_calls ? "tool_calls" : "stop";  // "degenerate" stops like a stop string
 }
 
 // One generation request, from parsed body to the last byte written.
 class Generation {
  public:
   Generation(const ServingState& s, Metrics* m, ParsedRequest req)
-      : s_(s), metrics_(m), req_(std::move(req)) {
+      : s_(s), metrics_(m), req_(std::move(req)), output_(req_.constraints.parse_tool_calls()) {
     chat_ = req_.kind == ParsedRequest::Kind::kChat;
     meta_.id = openai::NewRequestId(chat_ ? "chatcmpl-" : "cmpl-");
     meta_.created = openai::UnixNow();
@@ -91,7 +94,15 @@ class Generation {
       co.add_generation_prompt = req_.add_generation_prompt;
       co.enable_thinking = req_.enable_thinking;
       co.style = s_.chat_style;
-      auto text = RenderChat(req_.messages, nlohmann::json(), co);
+      const nlohmann::json& tools = req_.constraints.tools;
+      if (!tools.empty() && co.style.format != ChatFormat::kGemma4) {
+        return Fail(openai::BadRequest("tools: this model's chat format (" +
+                                           std::string(ChatFormatName(co.style.format)) +
+                                           ") has no tool-call syntax",
+                                       "tools"),
+                    error);
+      }
+      auto text = RenderChat(req_.messages, tools.empty() ? nlohmann::json() : tools, co);
       if (!text.ok()) return Fail(openai::FromStatus(text.status(), "messages"), error);
       prompt_ = s_.tokenizer->Encode(*text, EncodeOptions{true, false});
     } else if (req_.prompt_is_ids) {
@@ -112,6 +123,13 @@ class Generation {
     er.options.ignore_eos = req_.ignore_eos;
     er.skip_special_tokens = req_.skip_special_tokens;
     er.top_logprobs = req_.logprobs ? req_.top_logprobs : -1;
+    if (const openai::OutputConstraints& c = req_.constraints; c.grammar != nullptr) {
+      er.options.grammar.grammar = c.grammar;
+      er.options.grammar.vocab = s_.vocab_index;
+      if (c.grammar_from_tool_call) {
+        er.options.grammar.trigger_token = s_.tokenizer->TokenId(gemma4::kToolCallStart);
+      }
+    }
     auto handle = s_.engine->Submit(std::move(er));
     if (!handle.ok()) {
       const Status& st = handle.status();
@@ -135,10 +153,9 @@ class Generation {
       if (ev.kind == RequestEvent::Kind::kFinished) return WriteFinish(sink, ev.result);
       openai::Chunk chunk;
       if (chat_) {
-        std::string content, reasoning;
-        splitter_.Feed(ev.text, &content, &reasoning);
-        if (!reasoning.empty() && req_.include_reasoning) chunk.reasoning = reasoning;
-        if (!content.empty()) chunk.text = content;
+        OutputDelta d;
+        output_.Feed(ev.text, &d);
+        FillChunk(std::move(d), &chunk);
       } else if (!ev.text.empty()) {
         chunk.text = ev.text;
       }
@@ -146,7 +163,9 @@ class Generation {
         chunk.logprobs = std::vector<openai::TokenLogprob>{ToApiLogprob(*s_.tokenizer, ev.logprob)};
         if (!chunk.text) chunk.text = "";
       }
-      if (!chunk.text && !chunk.reasoning) continue;  // nothing to show yet (held back)
+      if (!chunk.text && !chunk.reasoning && chunk.tool_calls.empty()) {
+        continue;  // nothing to show yet (held back)
+      }
       chunk.usage_null = req_.include_usage;
       if (!Write(sink, openai::SseEvent(Body(chunk)))) return Cancel();
     }
@@ -172,14 +191,18 @@ class Generation {
       return true;
     }
     openai::Choice choice;
-    choice.finish_reason = ApiFinishReason(r.finish_reason);
     if (chat_) {
-      const ParsedOutput parsed = ParseModelOutput(r.text);
-      choice.text = parsed.content;
-      if (!parsed.reasoning.empty() && req_.include_reasoning) choice.reasoning = parsed.reasoning;
+      // The same splitter as the stream, fed the whole text: both give the same answer.
+      OutputDelta d;
+      output_.Feed(r.text, &d);
+      output_.Finish(&d);
+      choice.text = std::move(d.content);
+      if (!d.reasoning.empty() && req_.include_reasoning) choice.reasoning = std::move(d.reasoning);
+      choice.tool_calls = output_.tool_calls();
     } else {
       choice.text = (req_.echo && !req_.prompt_is_ids ? req_.prompt_text : "") + r.text;
     }
+    choice.finish_reason = ApiFinishReason(r.finish_reason, !choice.tool_calls.empty());
     if (req_.logprobs) choice.logprobs = std::move(logprobs);
     const ojson usage = openai::Usage(static_cast<int64_t>(prompt_.size()), r.sampled);
     const ojson body = chat_ ? openai::ChatCompletion(meta_, choice, usage, r.degeneracy)
@@ -205,6 +228,12 @@ class Generation {
     return false;
   }
 
+  void FillChunk(OutputDelta d, openai::Chunk* chunk) const {
+    if (!d.reasoning.empty() && req_.include_reasoning) chunk->reasoning = std::move(d.reasoning);
+    if (!d.content.empty()) chunk->text = std::move(d.content);
+    chunk->tool_calls = std::move(d.tool_calls);
+  }
+
   ojson Body(const openai::Chunk& chunk) const {
     return chat_ ? openai::ChatChunk(meta_, chunk) : openai::TextChunk(meta_, chunk);
   }
@@ -222,8 +251,18 @@ class Generation {
     if (r.finish_reason.rfind("error", 0) == 0) {
       Write(sink, openai::SseEvent(openai::ToJson(openai::Internal(r.finish_reason))));
     } else {
+      if (chat_) {  // a call whose closer never came is sent as it stands
+        OutputDelta d;
+        output_.Finish(&d);
+        openai::Chunk rest;
+        FillChunk(std::move(d), &rest);
+        if (rest.text || rest.reasoning || !rest.tool_calls.empty()) {
+          rest.usage_null = req_.include_usage;
+          if (!Write(sink, openai::SseEvent(Body(rest)))) return Cancel();
+        }
+      }
       openai::Chunk last;
-      last.finish_reason = ApiFinishReason(r.finish_reason);
+      last.finish_reason = ApiFinishReason(r.finish_reason, !output_.tool_calls().empty());
       last.verdict = r.degeneracy;
       last.usage_null = req_.include_usage;
       if (!chat_) last.text = "";
@@ -254,7 +293,7 @@ class Generation {
   openai::ResponseMeta meta_;
   std::vector<int32_t> prompt_;
   std::shared_ptr<RequestHandle> handle_;
-  ReasoningSplitter splitter_;
+  OutputStream output_;
 };
 
 }  // namespace

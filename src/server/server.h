@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "core/status.h"
+#include "runtime/grammar/grammar.h"
 #include "runtime/scheduler/engine.h"
 #include "server/metrics.h"
 #include "server/openai/request.h"
@@ -46,6 +47,8 @@ struct ServingState {
   Engine* engine = nullptr;
   openai::ServerDefaults defaults;
   ChatStyle chat_style;
+  // The tokenizer's vocabulary arranged for grammar masks (tools, response_format).
+  std::shared_ptr<const grammar::VocabIndex> vocab_index;
   int64_t created = 0;  // unix seconds the model was loaded
 };
 

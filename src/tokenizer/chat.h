@@ -112,4 +112,8 @@ struct ParsedOutput {
 // <|"|>, and trailing stop markers (<turn|>, <eos>, <|tool_response>).
 ParsedOutput ParseModelOutput(std::string_view text);
 
+// One call from the text between "<|tool_call>" and "<tool_call|>": "call:NAME{...}", also
+// "NAME{...}" or NAME alone; the arguments in Gemma's value syntax (tool_syntax::ParseValue).
+ParsedToolCall ParseToolCallBody(std::string_view body);
+
 }  // namespace g4

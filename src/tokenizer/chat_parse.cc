@@ -21,8 +21,9 @@ std::string ChannelText(std::string_view inner) {
   return std::string(Trim(inner));
 }
 
-// One call from its body ("call:NAME{...}", "NAME{...}", or NAME alone).
-ParsedToolCall ParseCall(std::string_view body) {
+}  // namespace
+
+ParsedToolCall ParseToolCallBody(std::string_view body) {
   ParsedToolCall call;
   body = Trim(body);
   if (body.substr(0, kCall.size()) == kCall) body.remove_prefix(kCall.size());
@@ -35,8 +36,6 @@ ParsedToolCall ParseCall(std::string_view body) {
   }
   return call;
 }
-
-}  // namespace
 
 ParsedOutput ParseModelOutput(std::string_view text) {
   ParsedOutput out;
@@ -87,7 +86,7 @@ ParsedOutput ParseModelOutput(std::string_view text) {
         content += before;  // a stray marker: drop it, keep the text
       } else {
         content += before.substr(0, c);
-        out.tool_calls.push_back(ParseCall(before.substr(c)));
+        out.tool_calls.push_back(ParseToolCallBody(before.substr(c)));
       }
       j = close + gemma4::kToolCallEnd.size();
       continue;
@@ -97,7 +96,7 @@ ParsedOutput ParseModelOutput(std::string_view text) {
     // The body ends at its closer, or (closer missing) at the next opener or the end.
     const size_t next_open = FindOr(s, gemma4::kToolCallStart, body, s.size());
     const size_t end = std::min(FindOr(s, gemma4::kToolCallEnd, body, s.size()), next_open);
-    ParsedToolCall call = ParseCall(s.substr(body, end - body));
+    ParsedToolCall call = ParseToolCallBody(s.substr(body, end - body));
     if (!call.name.empty()) out.tool_calls.push_back(std::move(call));
     j = end;
     if (s.substr(j, gemma4::kToolCallEnd.size()) == gemma4::kToolCallEnd) {

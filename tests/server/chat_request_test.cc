@@ -174,30 +174,66 @@ const RejectCase kChatRejects[] = {
     {"EnableThinkingString", ChatBody(R"("chat_template_kwargs":{"enable_thinking":"yes"})"),
      400, "chat_template_kwargs.enable_thinking",
      "chat_template_kwargs.enable_thinking must be a boolean"},
-    // Fields not supported yet: a 400 naming the field, never silently ignored.
-    {"Tools",
-     ChatBody(R"("tools":[{"type":"function","function":{"name":"f","parameters":{}}}])"), 400,
-     "tools", "tools are not supported yet"},
+    {"UserWithoutContent", R"({"messages":[{"role":"user"}]})", 400, "messages[0].content",
+     "messages[0].content is required"},
+    {"UserNullContent", R"({"messages":[{"role":"system","content":"s"},{"role":"user",)"
+     R"("content":null}]})", 400, "messages[1].content", "messages[1].content is required"},
+    {"AssistantWithoutContentOrCalls",
+     R"({"messages":[{"role":"user","content":"x"},{"role":"assistant"}]})", 400,
+     "messages[1].content", "is required (or tool_calls)"},
+    // Tools and response_format.
     {"ToolsNotArray", ChatBody(R"("tools":"f")"), 400, "tools", "tools must be an array"},
-    {"ToolChoiceAuto", ChatBody(R"("tool_choice":"auto")"), 400, "tool_choice",
-     "tool_choice other than \"none\" is not supported yet (got \"auto\")"},
-    {"ToolChoiceRequired", ChatBody(R"("tool_choice":"required")"), 400, "tool_choice",
-     "is not supported yet"},
-    {"ToolChoiceNamed", ChatBody(R"("tool_choice":{"type":"function","function":{"name":"f"}})"),
-     400, "tool_choice", "(got an object)"},
+    {"ToolNotFunction", ChatBody(R"("tools":[{"type":"retrieval"}])"), 400, "tools",
+     "tools[0].type must be \"function\""},
+    {"ToolWithoutFunction", ChatBody(R"("tools":[{"type":"function"}])"), 400, "tools",
+     "tools[0].function must be an object"},
+    {"ToolBadName", ChatBody(R"("tools":[{"type":"function","function":{"name":"a b"}}])"), 400,
+     "tools", "tools[0].function.name must be 1-64 letters"},
+    {"ToolTwice",
+     ChatBody(R"("tools":[{"type":"function","function":{"name":"f"}},)"
+              R"({"type":"function","function":{"name":"f"}}])"),
+     400, "tools", "tools[1].function.name \"f\" is declared twice"},
+    {"ToolParametersString",
+     ChatBody(R"("tools":[{"type":"function","function":{"name":"f","parameters":"x"}}])"), 400,
+     "tools", "parameters must be an object"},
+    {"ToolParametersUnsupportedKeyword",
+     ChatBody(R"("tools":[{"type":"function","function":{"name":"f","parameters":)"
+              R"({"type":"object","properties":{"a":{"type":"string","pattern":"^x"}}}}}])"),
+     400, "tools", "pattern"},
+    {"ToolChoiceWithoutTools", ChatBody(R"("tool_choice":"required")"), 400, "tool_choice",
+     "no tools are declared"},
+    {"ToolChoiceUnknownString", ChatBody(R"("tool_choice":"sometimes")"), 400, "tool_choice",
+     "tool_choice must be \"none\", \"auto\", \"required\" or a function"},
+    {"ToolChoiceNumber", ChatBody(R"("tool_choice":5)"), 400, "tool_choice",
+     "tool_choice must be a string or"},
+    {"ToolChoiceUnknownName",
+     ChatBody(R"("tools":[{"type":"function","function":{"name":"f"}}],)"
+              R"("tool_choice":{"type":"function","function":{"name":"g"}})"),
+     400, "tool_choice", "'g'"},
+    {"FunctionCallNumber", ChatBody(R"("function_call":5)"), 400, "function_call",
+     "function_call must be a string or"},
     {"Functions", ChatBody(R"("functions":[{"name":"f"}])"), 400, "functions",
      "functions is not supported yet"},
-    {"FunctionCall", ChatBody(R"("function_call":"auto")"), 400, "function_call",
-     "not supported yet"},
-    {"ResponseFormatJsonObject", ChatBody(R"("response_format":{"type":"json_object"})"), 400,
-     "response_format", "response_format of type \"json_object\" is not supported yet"},
-    {"ResponseFormatJsonSchema",
-     ChatBody(R"("response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{}}})"),
-     400, "response_format", "\"json_schema\" is not supported yet"},
+    {"ResponseFormatUnknownType", ChatBody(R"("response_format":{"type":"xml"})"), 400,
+     "response_format", "must be \"text\", \"json_object\" or \"json_schema\", got \"xml\""},
+    {"ResponseFormatJsonSchemaMissing", ChatBody(R"("response_format":{"type":"json_schema"})"),
+     400, "response_format", "response_format.json_schema must be an object"},
+    {"ResponseFormatSchemaMissing",
+     ChatBody(R"("response_format":{"type":"json_schema","json_schema":{"name":"x"}})"), 400,
+     "response_format", "response_format.json_schema.schema must be a JSON Schema object"},
+    {"ResponseFormatUnsupportedKeyword",
+     ChatBody(R"("response_format":{"type":"json_schema","json_schema":{"name":"x",)"
+              R"("schema":{"type":"object","properties":{"e":{"type":"string","format":"email"}}}}})"),
+     400, "response_format", "format"},
+    {"ResponseFormatWithForcedTool",
+     ChatBody(R"("tools":[{"type":"function","function":{"name":"f"}}],)"
+              R"("tool_choice":"required","response_format":{"type":"json_object"})"),
+     400, "response_format", "cannot be combined with a forced tool call"},
     {"ResponseFormatString", ChatBody(R"("response_format":"json")"), 400, "response_format",
      "response_format must be an object"},
     {"ResponseFormatNoType", ChatBody(R"("response_format":{})"), 400, "response_format",
      "response_format.type must be a string"},
+    // Fields not supported yet: a 400 naming the field, never silently ignored.
     {"LogitBias", ChatBody(R"("logit_bias":{"50256":-100})"), 400, "logit_bias",
      "logit_bias is not supported yet"},
     {"LogitBiasString", ChatBody(R"("logit_bias":"x")"), 400, "logit_bias",
@@ -419,11 +455,74 @@ TEST(ChatRequestTest, MessageShapesAccepted) {
       {"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function",
         "function":{"name":"f","arguments":"{}"}}]},
       {"role":"tool","tool_call_id":"c1","content":"42"},
-      {"role":"assistant"},
+      {"role":"assistant","content":"ok"},
       {"role":"user","content":"", "name":"bob"}]})";
   const ParsedRequest r = ChatRequestOf(body);
   EXPECT_EQ(r.messages.size(), 7u);
   EXPECT_EQ(r.messages[3]["tool_calls"][0]["id"], "c1") << "passed through to RenderChat";
+}
+
+TEST(ChatRequestTest, ToolsAndToolChoice) {
+  using TC = OutputConstraints::ToolChoice;
+  const std::string tools =
+      R"("tools":[{"type":"function","function":{"name":"get_weather","parameters":)"
+      R"({"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}},)"
+      R"({"type":"function","function":{"name":"now"}}])";
+  const ParsedRequest autop = ChatRequestOf(ChatBody(tools));
+  EXPECT_EQ(autop.constraints.tools.size(), 2u);
+  EXPECT_EQ(autop.constraints.tool_choice, TC::kAuto) << "tools declared: auto by default";
+  ASSERT_NE(autop.constraints.grammar, nullptr);
+  EXPECT_TRUE(autop.constraints.grammar_from_tool_call) << "auto: held once the model calls";
+  EXPECT_TRUE(autop.constraints.parse_tool_calls());
+  EXPECT_TRUE(autop.constraints.parallel_tool_calls);
+
+  const ParsedRequest none = ChatRequestOf(ChatBody(tools + R"(,"tool_choice":"none")"));
+  EXPECT_EQ(none.constraints.tool_choice, TC::kNone);
+  EXPECT_EQ(none.constraints.grammar, nullptr);
+  EXPECT_FALSE(none.constraints.parse_tool_calls()) << "none: markers stay text";
+
+  const ParsedRequest required = ChatRequestOf(
+      ChatBody(tools + R"(,"tool_choice":"required","parallel_tool_calls":false)"));
+  EXPECT_EQ(required.constraints.tool_choice, TC::kRequired);
+  ASSERT_NE(required.constraints.grammar, nullptr);
+  EXPECT_FALSE(required.constraints.grammar_from_tool_call) << "forced from the first token";
+  EXPECT_FALSE(required.constraints.parallel_tool_calls);
+
+  const ParsedRequest named = ChatRequestOf(
+      ChatBody(tools + R"(,"tool_choice":{"type":"function","function":{"name":"now"}})"));
+  EXPECT_EQ(named.constraints.tool_choice, TC::kNamed);
+  EXPECT_EQ(named.constraints.tool_name, "now");
+  ASSERT_NE(named.constraints.grammar, nullptr);
+
+  const ParsedRequest legacy = ChatRequestOf(ChatBody(tools + R"(,"function_call":{"name":"now"})"));
+  EXPECT_EQ(legacy.constraints.tool_choice, TC::kNamed) << "function_call: the legacy spelling";
+
+  const ParsedRequest no_tools = ChatRequestOf(ChatBody(R"("tool_choice":"auto")"));
+  EXPECT_EQ(no_tools.constraints.tool_choice, TC::kNone);
+  EXPECT_EQ(no_tools.constraints.grammar, nullptr);
+}
+
+TEST(ChatRequestTest, ResponseFormats) {
+  using F = OutputConstraints::Format;
+  const ParsedRequest text = ChatRequestOf(ChatBody(R"("response_format":{"type":"text"})"));
+  EXPECT_EQ(text.constraints.format, F::kText);
+  EXPECT_EQ(text.constraints.grammar, nullptr);
+  const ParsedRequest object = ChatRequestOf(ChatBody(R"("response_format":{"type":"json_object"})"));
+  EXPECT_EQ(object.constraints.format, F::kJsonObject);
+  EXPECT_NE(object.constraints.grammar, nullptr);
+  const ParsedRequest schema = ChatRequestOf(ChatBody(
+      R"("response_format":{"type":"json_schema","json_schema":{"name":"p","strict":true,)"
+      R"("schema":{"type":"object","properties":{"n":{"type":"integer","minimum":0}},)"
+      R"("required":["n"],"additionalProperties":false}}})"));
+  EXPECT_EQ(schema.constraints.format, F::kJsonSchema);
+  EXPECT_NE(schema.constraints.grammar, nullptr);
+  EXPECT_FALSE(schema.constraints.grammar_from_tool_call);
+  // With tools in auto, a JSON answer wins: the model writes the object, not a call.
+  const ParsedRequest both = ChatRequestOf(ChatBody(
+      R"("tools":[{"type":"function","function":{"name":"f"}}],)"
+      R"("response_format":{"type":"json_object"})"));
+  EXPECT_EQ(both.constraints.format, F::kJsonObject);
+  EXPECT_FALSE(both.constraints.parse_tool_calls());
 }
 
 TEST(ChatRequestTest, ContextLengthResolution) {

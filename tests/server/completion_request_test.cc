@@ -64,8 +64,10 @@ const RejectCase kCompletionRejects[] = {
      "temperature must be in [0, 2], got 3"},
     {"StreamOptionsWithoutStream", CompletionBody(R"("stream_options":{})"), 400,
      "stream_options", "Stream options can only be defined when `stream=True`."},
-    {"ResponseFormatJson", CompletionBody(R"("response_format":{"type":"json_object"})"), 400,
-     "response_format", "not supported yet"},
+    {"ResponseFormatUnsupportedKeyword",
+     CompletionBody(R"("response_format":{"type":"json_schema","json_schema":{"name":"x",)"
+                    R"("schema":{"type":"array","uniqueItems":true}}})"),
+     400, "response_format", "uniqueItems"},
     {"LogitBias", CompletionBody(R"("logit_bias":{"1":1})"), 400, "logit_bias",
      "not supported yet"},
     {"GuidedRegex", CompletionBody(R"("guided_regex":"a+")"), 400, "guided_regex",

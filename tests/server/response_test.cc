@@ -66,6 +66,35 @@ TEST(ResponseTest, ChatCompletionWithReasoningFingerprintAndVerdict) {
             R"({"degenerate":true,"reason":"token 464 repeated 32 times","start":17})");
 }
 
+TEST(ResponseTest, ChatCompletionWithToolCalls) {
+  Choice choice;
+  choice.tool_calls.push_back({"call_1", "get_weather", R"({"city":"Paris"})"});
+  choice.finish_reason = "tool_calls";
+  const ojson body = ChatCompletion(Meta("chatcmpl-t"), choice, Usage(9, 12), {});
+  EXPECT_EQ(Dump(body["choices"][0]["message"]),
+            R"({"role":"assistant","content":null,"tool_calls":[{"id":"call_1",)"
+            R"("type":"function","function":{"name":"get_weather",)"
+            R"("arguments":"{\"city\":\"Paris\"}"}}]})")
+      << "content is null when the answer is only calls; arguments is a JSON string";
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "tool_calls");
+  choice.text = "Checking.";
+  EXPECT_EQ(ChatCompletion(Meta("chatcmpl-t"), choice, Usage(9, 12), {})["choices"][0]
+                ["message"]["content"],
+            "Checking.");
+}
+
+TEST(ResponseTest, ChatChunkToolCallDeltas) {
+  Chunk open;
+  open.tool_calls.push_back({0, "call_1", "now", ""});
+  EXPECT_EQ(Dump(ChatChunk(Meta("chatcmpl-d"), open)["choices"][0]["delta"]),
+            R"({"tool_calls":[{"index":0,"id":"call_1","type":"function",)"
+            R"("function":{"name":"now","arguments":""}}]})");
+  Chunk args;
+  args.tool_calls.push_back({0, std::nullopt, std::nullopt, "{}"});
+  EXPECT_EQ(Dump(ChatChunk(Meta("chatcmpl-d"), args)["choices"][0]["delta"]),
+            R"({"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]})");
+}
+
 TEST(ResponseTest, ChatChunkStream) {
   const ResponseMeta meta = Meta("chatcmpl-3");
   Chunk first;

@@ -1,13 +1,18 @@
 // `g4 run`: text in, streamed text out. Prompt tokens, prefill tok/s, decode tok/s (decode
 // steps only), end-to-end tok/s and the degeneracy verdict go to stderr at the end; a long
-// prompt shows its prefill progress.
+// prompt shows its prefill progress. --json-schema FILE holds the answer to a JSON Schema (the
+// grammar of response_format json_schema).
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <memory>
 
 #include "backend_setup.h"
 #include "commands.h"
 #include "core/log.h"
+#include "loader/json_file.h"
 #include "runtime/generator.h"
+#include "runtime/grammar/grammar.h"
 #include "sampling_flags.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/model_tokenizer.h"
@@ -21,6 +26,7 @@ struct RunArgs {
   ModelFlags model;
   std::string prompt;
   bool chat = false, think = false;
+  std::string json_schema;  // a JSON Schema file: the answer is constrained to it
   GenerationFlags gen;
 };
 
@@ -52,6 +58,19 @@ int Run(RunArgs& a) {
   if (static_cast<int64_t>(prompt.size()) > std::min<int64_t>(context, model.info().max_context)) {
     return fail(InvalidArgument("prompt of " + std::to_string(prompt.size()) +
                                 " tokens is longer than the context of " + std::to_string(context)));
+  }
+  if (!a.json_schema.empty()) {
+    auto checked = ReadJsonFile(a.json_schema);  // parse errors named with file and position
+    if (!checked.ok()) return fail(checked.status());
+    // Again with the file's key order: properties are written in the order declared.
+    std::ifstream in(a.json_schema, std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto schema = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (schema.is_discarded()) return fail(InvalidArgument(a.json_schema + ": cannot be read"));
+    auto grammar = grammar::CompileJsonSchema(schema, a.json_schema);
+    if (!grammar.ok()) return fail(grammar.status());
+    options.grammar.grammar = *std::move(grammar);
+    options.grammar.vocab = grammar::VocabIndex::Build(**tok);
   }
   const Tokenizer* words = tok->get();
   options.degeneracy.is_word = [words](int32_t id) { return words->IsWordToken(id); };
@@ -92,6 +111,9 @@ RunFn AddRunCommand(CLI::App& app) {
   sub->add_option("--prompt", a->prompt, "Prompt text")->required();
   sub->add_flag("--chat", a->chat, "Wrap the prompt as one user turn of the chat format");
   sub->add_flag("--think", a->think, "With --chat: enable thinking");
+  sub->add_option("--json-schema", a->json_schema,
+                  "JSON Schema file: the answer is JSON valid against it (constrained decoding)")
+      ->check(CLI::ExistingFile);
   a->gen.Register(sub);
   return [a] { return Run(*a); };
 }

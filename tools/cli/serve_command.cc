@@ -11,6 +11,7 @@
 #include "backend_setup.h"
 #include "commands.h"
 #include "core/log.h"
+#include "runtime/grammar/grammar.h"
 #include "runtime/scheduler/engine.h"
 #include "server/metrics.h"
 #include "server/metrics_observer.h"
@@ -90,6 +91,8 @@ int Run(ServeArgs& a) {
   const auto t0 = std::chrono::steady_clock::now();
   const Status warm = engine.Warmup();
   if (!warm.ok()) return fail(warm.WithContext("warm-up"));
+  // Grammar masks (tools, response_format) need the vocabulary as a trie: built once, here.
+  state.vocab_index = grammar::VocabIndex::Build(**tokenizer);
   LogInfo("warm-up done in " +
           std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
                              std::chrono::steady_clock::now() - t0).count()) + " ms; ready");

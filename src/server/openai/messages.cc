@@ -74,7 +74,16 @@ MaybeError ValidateMessages(const nlohmann::json* messages) {
                                    "tool; got \"" + name + "\"");
     }
     const auto content = message.find("content");
-    if (content == message.end() || content->is_null() || content->is_string()) continue;
+    if (content == message.end() || content->is_null()) {
+      // OpenAI: content is required, except on an assistant message that carries tool_calls.
+      const auto calls = message.find("tool_calls");
+      const bool has_calls = calls != message.end() && calls->is_array() && !calls->empty();
+      if (name == "assistant" && has_calls) continue;
+      return BadRequest(where + ".content is required" +
+                            (name == "assistant" ? " (or tool_calls)" : std::string()),
+                        where + ".content");
+    }
+    if (content->is_string()) continue;
     if (!content->is_array()) {
       return MessagesError(where + ".content must be a string, null or an array of parts, got " +
                            JsonTypePhrase(*content));

@@ -85,36 +85,6 @@ MaybeError CheckUnsupported(const json& body, bool chat) {
         return NotSupported(r.Param(key));
       }
     }
-    const json* tools = nullptr;
-    G4_API_RETURN_IF_ERROR(r.Array("tools", &tools));
-    if (tools != nullptr && !tools->empty()) {
-      return BadRequest("tools are not supported yet (tool calling is not implemented)", "tools");
-    }
-    for (std::string_view key : {"tool_choice", "function_call"}) {
-      const json* choice = r.Find(key);
-      if (choice == nullptr) continue;
-      if (choice->is_string() && choice->get_ref<const std::string&>() == "none") continue;
-      const std::string what =
-          choice->is_string() ? "\"" + choice->get<std::string>() + "\"" : JsonTypePhrase(*choice);
-      return BadRequest(std::string(key) + " other than \"none\" is not supported yet (got " +
-                            what + "): tool calling is not implemented",
-                        std::string(key));
-    }
-  }
-  // Completions accept response_format in vLLM too, so both endpoints check it.
-  const json* format = nullptr;
-  G4_API_RETURN_IF_ERROR(r.Object("response_format", &format));
-  if (format != nullptr) {
-    const auto type = format->find("type");
-    if (type == format->end() || !type->is_string()) {
-      return BadRequest("response_format.type must be a string", "response_format");
-    }
-    const std::string& kind = type->get_ref<const std::string&>();
-    if (kind != "text") {
-      return BadRequest("response_format of type \"" + kind + "\" is not supported yet (only "
-                        "\"text\": structured output is not implemented)",
-                        "response_format");
-    }
   }
   if (const json* bias = r.Find("logit_bias")) {
     if (!bias->is_object() && !bias->is_array()) {
@@ -426,12 +396,22 @@ ParseResult Parse(std::string_view body, const ServerDefaults& defaults, ParsedR
     request.model = defaults.model_name;
     G4_API_RETURN_IF_ERROR(CheckUnsupported(object, chat));
     G4_API_RETURN_IF_ERROR(ReadCommon(object, defaults, &request));
+    const FieldReader r(object);
+    // Schemas keep the client's key order (properties are written in declared order): the body
+    // again, as ordered_json, only when it has a schema to compile.
+    nlohmann::ordered_json ordered;
+    if (r.Has("tools") || r.Has("response_format")) {
+      ordered = nlohmann::ordered_json::parse(body, nullptr, /*allow_exceptions=*/false);
+    }
     if (chat) {
       G4_API_RETURN_IF_ERROR(ReadChatFields(object, &request));
-      request.messages = std::move(object["messages"]);  // validated: moved, not copied
+      G4_API_RETURN_IF_ERROR(ReadToolFields(r, ordered, &request.constraints));
     } else {
       G4_API_RETURN_IF_ERROR(ReadCompletionFields(object, &request));
     }
+    // Completions accept response_format too, as in vLLM.
+    G4_API_RETURN_IF_ERROR(ReadResponseFormat(r, ordered, &request.constraints));
+    if (chat) request.messages = std::move(object["messages"]);  // validated: moved, not copied
     return request;
   } catch (const std::exception& e) {
     return Internal(std::string("request parser failed: ") + e.what());

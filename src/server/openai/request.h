@@ -4,11 +4,12 @@
 // `param` names the field; nothing here throws or returns a 5xx for any input.
 //
 // Policy:
-//   - Fields g4 does not support yet (tools, tool_choice other than "none", response_format
-//     other than text, logit_bias, n > 1, suffix, best_of > 1, guided decoding, ...) are a 400
-//     naming the field: a client must never get an answer that silently ignored what it asked.
-//   - Fields that carry no meaning for g4 (user, metadata, store, service_tier,
-//     parallel_tool_calls, unknown keys) are accepted and ignored, as vLLM does.
+//   - Fields g4 does not support yet (logit_bias, n > 1, suffix, best_of > 1, vLLM's guided_*
+//     fields, legacy `functions`, ...) are a 400 naming the field: a client must never get an
+//     answer that silently ignored what it asked. Tools and response_format are read by
+//     output_constraints.h, whose JSON Schema compiler refuses what it cannot enforce.
+//   - Fields that carry no meaning for g4 (user, metadata, store, service_tier, unknown keys)
+//     are accepted and ignored, as vLLM does.
 //   - Sampling fields absent from the request take the server's defaults (the checkpoint's
 //     generation_config.json, as vLLM does), then SamplingParams' own.
 #pragma once
@@ -23,6 +24,7 @@
 
 #include "runtime/sampling/sampler.h"
 #include "server/openai/api_error.h"
+#include "server/openai/output_constraints.h"
 
 namespace g4::openai {
 
@@ -45,6 +47,9 @@ struct ParsedRequest {
   bool enable_thinking = false;
   bool add_generation_prompt = true;  // ext (vLLM), passed to ChatOptions
   bool include_reasoning = true;      // ext (vLLM): false drops the reasoning from the answer
+
+  // tools, tool_choice, parallel_tool_calls (chat) and response_format (both endpoints).
+  OutputConstraints constraints;
 
   // Completions: one prompt, as text or as token ids (which the caller must check against the
   // vocabulary: ValidatePromptIds).

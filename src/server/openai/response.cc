@@ -127,8 +127,19 @@ ojson ChatCompletion(const ResponseMeta& meta, const Choice& choice, const ojson
                      const DegeneracyVerdict& verdict) {
   ojson message;
   message["role"] = "assistant";
-  message["content"] = choice.text;
+  // OpenAI: content is null when the answer is only tool calls.
+  message["content"] = choice.text.empty() && !choice.tool_calls.empty() ? ojson(nullptr)
+                                                                         : ojson(choice.text);
   AddReasoning(choice.reasoning, &message);
+  if (!choice.tool_calls.empty()) {
+    ojson calls = ojson::array();
+    for (const ToolCall& call : choice.tool_calls) {
+      calls.push_back({{"id", call.id},
+                       {"type", "function"},
+                       {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+    }
+    message["tool_calls"] = std::move(calls);
+  }
   ojson c;
   c["index"] = 0;
   c["message"] = std::move(message);
@@ -146,6 +157,21 @@ ojson ChatChunk(const ResponseMeta& meta, const Chunk& chunk) {
   if (chunk.role) delta["role"] = "assistant";
   if (chunk.text.has_value()) delta["content"] = *chunk.text;
   AddReasoning(chunk.reasoning, &delta);
+  if (!chunk.tool_calls.empty()) {
+    ojson calls = ojson::array();
+    for (const ToolCallDelta& d : chunk.tool_calls) {
+      ojson call;
+      call["index"] = d.index;
+      if (d.id) call["id"] = *d.id;
+      if (d.name) call["type"] = "function";
+      ojson function = ojson::object();
+      if (d.name) function["name"] = *d.name;
+      function["arguments"] = d.arguments;
+      call["function"] = std::move(function);
+      calls.push_back(std::move(call));
+    }
+    delta["tool_calls"] = std::move(calls);
+  }
   ojson c;
   c["index"] = 0;
   c["delta"] = std::move(delta);

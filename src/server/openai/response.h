@@ -44,11 +44,28 @@ struct TokenLogprob {
   std::vector<TopLogprob> top;
 };
 
+// One tool call of an answer: {"id", "type": "function", "function": {"name", "arguments"}}.
+struct ToolCall {
+  std::string id;         // "call_" + random hex (NewRequestId)
+  std::string name;
+  std::string arguments;  // a JSON object as a string, as OpenAI sends it
+};
+
+// One streamed piece of a tool call: the first delta of call `index` carries id, type and name
+// (and arguments ""); later deltas carry argument fragments only.
+struct ToolCallDelta {
+  int index = 0;
+  std::optional<std::string> id;    // with the name: the call's first delta
+  std::optional<std::string> name;
+  std::string arguments;
+};
+
 // One finished choice of a non-streaming response.
 struct Choice {
   std::string text;                      // chat: message.content; completions: text
   std::optional<std::string> reasoning;  // chat: "reasoning_content" and "reasoning"
-  std::string finish_reason = "stop";    // "stop" or "length"
+  std::vector<ToolCall> tool_calls;      // chat: message.tool_calls (content null if empty)
+  std::string finish_reason = "stop";    // "stop", "length" or "tool_calls"
   ojson stop_reason = nullptr;           // vLLM ext: the matched stop string or token id
   std::optional<std::vector<TokenLogprob>> logprobs;
   int64_t text_offset = 0;  // completions logprobs: text offset of the first token
@@ -59,6 +76,7 @@ struct Chunk {
   bool role = false;                     // chat: the first chunk says role "assistant"
   std::optional<std::string> text;       // chat: delta.content; completions: text ("" if unset)
   std::optional<std::string> reasoning;  // chat: delta.reasoning_content and delta.reasoning
+  std::vector<ToolCallDelta> tool_calls; // chat: delta.tool_calls (omitted when empty)
   std::optional<std::string> finish_reason;  // set on the last chunk of the choice
   ojson stop_reason = nullptr;               // written with finish_reason
   std::optional<std::vector<TokenLogprob>> logprobs;

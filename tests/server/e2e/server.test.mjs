@@ -256,7 +256,8 @@ test('client errors are 4xx in the OpenAI shape', async () => {
     [{ messages: [{ role: 'wizard', content: 'x' }] }, 400],
     [{ messages: [{ role: 'user', content: 'x' }], n: 2 }, 400],
     [{ messages: [{ role: 'user', content: 'x' }], temperature: 'hot' }, 400],
-    [{ messages: [{ role: 'user', content: 'x' }], tools: [{ type: 'function', function: { name: 'f' } }] }, 400],
+    [{ messages: [{ role: 'user', content: 'x' }], tools: [{ type: 'function', function: { name: 'a b' } }] }, 400],
+    [{ messages: [{ role: 'user' }] }, 400],
     [{ messages: [{ role: 'user', content: 'x' }], model: 'gpt-9' }, 404],
   ];
   for (const [body, status] of cases) {
