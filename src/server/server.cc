@@ -124,10 +124,14 @@ class Generation {
     er.skip_special_tokens = req_.skip_special_tokens;
     er.top_logprobs = req_.logprobs ? req_.top_logprobs : -1;
     if (const openai::OutputConstraints& c = req_.constraints; c.grammar != nullptr) {
-      er.options.grammar.grammar = c.grammar;
-      er.options.grammar.vocab = s_.vocab_index;
-      if (c.grammar_from_tool_call) {
-        er.options.grammar.trigger_token = s_.tokenizer->TokenId(gemma4::kToolCallStart);
+      // Auto tool choice waits for the model's own <|tool_call> (a Gemma 4 vocabulary has it;
+      // without it the model cannot call, so nothing is constrained).
+      const int32_t trigger =
+          c.grammar_from_tool_call ? s_.tokenizer->TokenId(gemma4::kToolCallStart) : -1;
+      if (!c.grammar_from_tool_call || trigger >= 0) {
+        er.options.grammar.grammar = c.grammar;
+        er.options.grammar.vocab = s_.vocab_index;
+        er.options.grammar.trigger_token = trigger;
       }
     }
     auto handle = s_.engine->Submit(std::move(er));

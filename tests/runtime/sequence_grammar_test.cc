@@ -13,25 +13,13 @@
 #include "runtime/grammar/grammar.h"
 #include "runtime/sequence.h"
 #include "tokenizer/gemma4_tokens.h"
-#include "tokenizer/gemma4_vocab.h"
 #include "tokenizer/test_util.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/tokenizer_json.h"
 
 namespace g4 {
 namespace {
 
-const Tokenizer* Gemma4() {
-  static const Tokenizer* tok = [] {
-    auto src = ReadTokenizerJson(tokenizer_test::NpmGemmaTokenizerJson());
-    if (!src.ok()) return static_cast<Tokenizer*>(nullptr);
-    auto files = MakeGemma4TokenizerFiles(**src, /*large_model_template=*/false);
-    if (!files.ok()) return static_cast<Tokenizer*>(nullptr);
-    auto t = Tokenizer::FromJsonText(files->tokenizer_json, "gemma4 tokenizer.json");
-    return t.ok() ? std::move(t).value().release() : nullptr;
-  }();
-  return tok;
-}
+const Tokenizer* Gemma4() { return tokenizer_test::NpmGemma4Tokenizer(); }
 
 std::shared_ptr<const grammar::VocabIndex> Index() {
   static const auto index = grammar::VocabIndex::Build(*Gemma4());

@@ -89,20 +89,7 @@ class GemmaReferenceTest : public ::testing::Test {
     }();
     return tok;
   }
-  static const Tokenizer* Gemma4() {
-    static const Tokenizer* tok = [] {
-      auto src = ReadTokenizerJson(tokenizer_test::NpmGemmaTokenizerJson());
-      EXPECT_TRUE(src.ok()) << src.status().ToString();
-      if (!src.ok()) return static_cast<Tokenizer*>(nullptr);
-      auto files = MakeGemma4TokenizerFiles(**src, /*large_model_template=*/false);
-      EXPECT_TRUE(files.ok()) << files.status().ToString();
-      if (!files.ok()) return static_cast<Tokenizer*>(nullptr);
-      auto t = Tokenizer::FromJsonText(files->tokenizer_json, "gemma4 tokenizer.json");
-      EXPECT_TRUE(t.ok()) << t.status().ToString();
-      return t.ok() ? std::move(t).value().release() : nullptr;
-    }();
-    return tok;
-  }
+  static const Tokenizer* Gemma4() { return tokenizer_test::NpmGemma4Tokenizer(); }
 };
 
 TEST_F(GemmaReferenceTest, Gemma3FileMatchesFormatsMdIds) {

