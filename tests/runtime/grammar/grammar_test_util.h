@@ -60,7 +60,7 @@ inline bool Matches(const std::shared_ptr<const Grammar>& g, std::string_view te
   return RejectAt(g, text, &complete) < 0 && complete;
 }
 
-inline std::shared_ptr<const Grammar> MustCompile(const nlohmann::json& schema) {
+inline std::shared_ptr<const Grammar> MustCompile(const nlohmann::ordered_json& schema) {
   auto g = CompileJsonSchema(schema, "schema");
   EXPECT_TRUE(g.ok()) << g.status().ToString();
   return g.ok() ? *g : nullptr;

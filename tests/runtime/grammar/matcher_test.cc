@@ -32,6 +32,14 @@ TEST(GrammarMatcherTest, ObjectWithRequiredAndOptionalProperties) {
   EXPECT_FALSE(complete);
 }
 
+TEST(GrammarMatcherTest, PropertiesInTheOrderTheSchemaDeclares) {
+  // ordered_json keeps the client's order ("zeta" before "alpha"); a plain json would sort it.
+  auto g = MustCompile(nlohmann::ordered_json::parse(R"({"type":"object","properties":{
+      "zeta":{"type":"integer"},"alpha":{"type":"integer"}},"required":["zeta","alpha"]})"));
+  EXPECT_TRUE(Matches(g, R"({"zeta":1,"alpha":2})"));
+  EXPECT_EQ(RejectAt(g, R"({"alpha":2,"zeta":1})"), 2);
+}
+
 TEST(GrammarMatcherTest, WhitespaceIsBounded) {
   auto g = MustCompile(json::parse(R"({"type":"array","items":{"type":"integer"}})"));
   EXPECT_TRUE(Matches(g, "[1, 2,\n\t3 ]"));
