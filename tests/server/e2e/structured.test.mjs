@@ -117,6 +117,30 @@ test('streamed and non-streamed answers are the same text (with and without a gr
   }
 });
 
+test('a grammar composes with logprobs, stop strings and max_tokens', async () => {
+  const schema = { type: 'object', properties: { n: { type: 'integer', minimum: 0, maximum: 9 },
+                   s: { type: 'string', maxLength: 6 } }, required: ['n', 's'],
+                   additionalProperties: false };
+  const base = { model: 'tiny', messages: user('x'), temperature: 0,
+                 response_format: jsonFormat('ns', schema) };
+  const r = await client.chat.completions.create({ ...base, max_tokens: 100, logprobs: true,
+                                                  top_logprobs: 2 });
+  assert.equal(r.choices[0].finish_reason, 'stop');
+  const lp = r.choices[0].logprobs.content;
+  // One entry per sampled token, in order (the end-of-turn token that stopped it included).
+  assert.equal(lp.length, r.usage.completion_tokens);
+  assert.ok(lp.map((t) => t.token).join('').startsWith(r.choices[0].message.content));
+  assert.ok(lp.every((t) => t.top_logprobs.length === 2 && t.logprob <= 0));
+  // A stop string ends the answer even inside the value (the client asked for it).
+  const stopped = await client.chat.completions.create({ ...base, max_tokens: 100, stop: [':'] });
+  assert.equal(stopped.choices[0].finish_reason, 'stop');
+  assert.equal(stopped.choices[0].message.content, r.choices[0].message.content.split(':')[0]);
+  // Cut by max_tokens: "length", and what was written is a prefix of the whole answer.
+  const cut = await client.chat.completions.create({ ...base, max_tokens: 3 });
+  assert.equal(cut.choices[0].finish_reason, 'length');
+  assert.ok(r.choices[0].message.content.startsWith(cut.choices[0].message.content));
+});
+
 const TOOLS = [
   { type: 'function', function: { name: 'get_weather', description: 'Current weather',
     parameters: { type: 'object', properties: {
