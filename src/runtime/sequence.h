@@ -1,7 +1,8 @@
 // Sequence: the per-request generation state shared by Generate (one sequence) and the
 // continuous-batching engine (many): the sampler, the grammar matcher, stop ids and strings,
-// max tokens, the degeneracy check, the generated ids and the text emitted so far. It never runs the model:
-// the caller feeds it the logits of its last position and runs the token it returns.
+// max tokens, the degeneracy check, the generated ids and the text emitted so far. It never
+// runs the model: the caller feeds it the logits of its last position and runs the token it
+// returns.
 #pragma once
 
 #include <functional>
@@ -33,8 +34,9 @@ class Sequence {
 
   // Samples from `logits` ([vocab], the last position's) after the grammar's mask, applies stop
   // ids/strings, max tokens and the degeneracy check. A grammar that allows no token at all
-  // (complete, with no end id to allow) finishes the sequence with "stop", sampling nothing. `room` says whether the cache can take one more position; without
-  // room the sequence finishes with "length" after this token.
+  // (complete, with no end id to allow) finishes the sequence with "stop", sampling nothing.
+  // `room` says whether the cache can take one more position; without room the sequence
+  // finishes with "length" after this token.
   Step Accept(std::span<const float> logits, bool room = true);
   // Ends the sequence ("cancelled", or another reason such as "abort").
   void Finish(const std::string& reason);

@@ -223,7 +223,8 @@ const RejectCase kChatRejects[] = {
      "response_format", "response_format.json_schema.schema must be a JSON Schema object"},
     {"ResponseFormatUnsupportedKeyword",
      ChatBody(R"("response_format":{"type":"json_schema","json_schema":{"name":"x",)"
-              R"("schema":{"type":"object","properties":{"e":{"type":"string","format":"email"}}}}})"),
+              R"("schema":{"type":"object","properties":{"e":{"type":"string",)"
+              R"("format":"email"}}}}})"),
      400, "response_format", "format"},
     {"ResponseFormatWithForcedTool",
      ChatBody(R"("tools":[{"type":"function","function":{"name":"f"}}],)"
@@ -494,7 +495,8 @@ TEST(ChatRequestTest, ToolsAndToolChoice) {
   EXPECT_EQ(named.constraints.tool_name, "now");
   ASSERT_NE(named.constraints.grammar, nullptr);
 
-  const ParsedRequest legacy = ChatRequestOf(ChatBody(tools + R"(,"function_call":{"name":"now"})"));
+  const ParsedRequest legacy =
+      ChatRequestOf(ChatBody(tools + R"(,"function_call":{"name":"now"})"));
   EXPECT_EQ(legacy.constraints.tool_choice, TC::kNamed) << "function_call: the legacy spelling";
 
   const ParsedRequest no_tools = ChatRequestOf(ChatBody(R"("tool_choice":"auto")"));
@@ -507,7 +509,8 @@ TEST(ChatRequestTest, ResponseFormats) {
   const ParsedRequest text = ChatRequestOf(ChatBody(R"("response_format":{"type":"text"})"));
   EXPECT_EQ(text.constraints.format, F::kText);
   EXPECT_EQ(text.constraints.grammar, nullptr);
-  const ParsedRequest object = ChatRequestOf(ChatBody(R"("response_format":{"type":"json_object"})"));
+  const ParsedRequest object =
+      ChatRequestOf(ChatBody(R"("response_format":{"type":"json_object"})"));
   EXPECT_EQ(object.constraints.format, F::kJsonObject);
   EXPECT_NE(object.constraints.grammar, nullptr);
   const ParsedRequest schema = ChatRequestOf(ChatBody(

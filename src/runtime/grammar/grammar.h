@@ -47,12 +47,12 @@ struct Grammar;  // compiled, immutable; shared by every matcher of a request
 // order (required ones always, optional ones may be left out); whitespace between tokens is
 // bounded. `where` prefixes error messages (e.g. "response_format.json_schema.schema").
 // Details: no whitespace before or after the value; between tokens at most one '\n' and 20
-// spaces/tabs. Numbers have at most 15 integer, 15 fraction and 3 exponent digits; integers at
-// most 18 digits. Next to `properties`, additionalProperties true or a schema is honoured as
-// false (only declared properties are written; still valid). The schema is an ordered_json so
-// that "declared order" is the order the client wrote (a plain nlohmann::json sorts its keys:
-// parse request bodies with ordered_json). Nesting (recursive $ref, free-form values) is
-// bounded at about 30 levels.
+// spaces/tabs. Numbers have at most 15 integer, 15 fraction and 2 exponent digits (always a
+// finite double); integers at most 18 digits. Next to `properties`, additionalProperties true
+// or a schema is honoured as false (only declared properties are written; still valid). The
+// schema is an ordered_json so that "declared order" is the order the client wrote (a plain
+// nlohmann::json sorts its keys: parse request bodies with ordered_json). Nesting (recursive
+// $ref, free-form values) is bounded at about 30 levels.
 StatusOr<std::shared_ptr<const Grammar>> CompileJsonSchema(const nlohmann::ordered_json& schema,
                                                            std::string_view where);
 

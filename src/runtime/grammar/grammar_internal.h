@@ -36,7 +36,7 @@ enum class Dialect : uint8_t { kJson, kGemma };
 inline constexpr int kMaxWsBlanks = 20;
 inline constexpr int kMaxNumberIntDigits = 15;
 inline constexpr int kMaxNumberFracDigits = 15;
-inline constexpr int kMaxNumberExpDigits = 3;
+inline constexpr int kMaxNumberExpDigits = 2;  // 1e99 at most: every number stays a finite double
 inline constexpr int kMaxIntegerDigits = 18;  // every such value fits in int64
 inline constexpr int kMaxBareKey = 64;
 

@@ -86,7 +86,8 @@ StatusOr<std::shared_ptr<const Grammar>> Compile(const nlohmann::ordered_json& t
 }  // namespace
 
 StatusOr<std::shared_ptr<const Grammar>> CompileToolCalls(
-    const nlohmann::ordered_json& tools, const std::optional<std::string>& only_name, bool parallel) {
+    const nlohmann::ordered_json& tools, const std::optional<std::string>& only_name,
+    bool parallel) {
   try {
     return Compile(tools, only_name, parallel);
   } catch (const std::exception& e) {  // nlohmann throws on surprising shapes

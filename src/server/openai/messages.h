@@ -12,8 +12,9 @@ namespace g4::openai {
 // Accepts a non-empty array of objects, each with a known role (system, developer, user,
 // assistant, tool) and `content` that is a string or an array of text parts ({"type": "text",
 // "text": string}); content may be null or absent only on an assistant message with tool_calls
-// (as OpenAI rules; the 400 has param "messages[i].content"). Image, audio, video and file parts are a 400 that says
-// they are not supported (g4 serves text models); unknown part types are a 400 too. Other
+// (as OpenAI rules; the 400 has param "messages[i].content"). Image, audio, video and file
+// parts are a 400 that says they are not supported (g4 serves text models); unknown part types
+// are a 400 too. Other
 // message keys (name, tool_calls, tool_call_id, reasoning_content, ...) pass through to
 // RenderChat, which validates them. Every other error has param "messages".
 MaybeError ValidateMessages(const nlohmann::json* messages);
