@@ -7,6 +7,9 @@
 //    With threads = 1 (the caller runs the kernel) also the ratio of thread CPU times,
 //    cpu_q4_0/int4, which a machine shared with other jobs does not blur as it does wall time.
 //  * BM_MatVecGguf: one kind alone, GB/s; includes the tied LM head [262144, 1536] as Q6_K.
+//  * BM_MatMulGguf: T rows of x (a prefill chunk) at E2B's MLP shapes, exact (f32 panels) against
+//    q8 (int8 rows of x, integer dot products), GMAC/s; threads = 1 also reports thread CPU time,
+//    which a shared machine does not blur.
 // Run: g4_kernel_bench --benchmark_filter=Gguf\|Q4_0; G4_BENCH_TARGET as in matmul_bench.cc.
 
 #include <benchmark/benchmark.h>
@@ -209,6 +212,37 @@ void GgufShapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"N", "K", "kind", "threads", "q8"});
 }
 BENCHMARK(BM_MatVecGguf)->Apply(GgufShapes)->UseRealTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
+
+// args: N, K, kind, T, threads, q8 (as BM_MatVecGguf).
+void BM_MatMulGguf(benchmark::State& state) {
+  const int64_t N = state.range(0), K = state.range(1), T = state.range(3);
+  const QuantKind kind = static_cast<QuantKind>(state.range(2));
+  ThreadPool& pool = BenchPool(state.range(4));
+  KeepOnlyShape(N, K, 1);
+  const TensorView w = View(kind, GetBuffers(kind, N, K, 1), N, K, 0);
+  std::vector<float> x(static_cast<size_t>(T * K)), y(static_cast<size_t>(T * N));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) * 0.25f - 0.75f;
+  const bool q8 = state.range(5) != 0;
+  for (auto _ : state) {
+    (q8 ? cpu::MatMulQ8a : cpu::MatMul)(pool, w, x.data(), T, y.data());
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["GMAC/s"] = benchmark::Counter(static_cast<double>(state.iterations()) * N * K * T * 1e-9,
+                                                benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(cpu::TargetName()) + " threads=" + std::to_string(pool.size()) + " " +
+                 QuantKindName(kind) + (q8 ? std::string(" q8:") + cpu::MatMulQ8aKernel() : " exact"));
+}
+BENCHMARK(BM_MatMulGguf)
+    ->ArgsProduct({{6144}, {1536}, {static_cast<int64_t>(QuantKind::kQ4_0)}, {8, 64, 512}, {1, 0}, {0, 1}})
+    ->Args({1536, 6144, static_cast<int64_t>(QuantKind::kQ4_0), 512, 0, 1})
+    ->Args({1536, 6144, static_cast<int64_t>(QuantKind::kQ4_0), 512, 0, 0})
+    ->Args({2048, 640, static_cast<int64_t>(QuantKind::kQ5_0), 512, 0, 1})
+    ->Args({2048, 640, static_cast<int64_t>(QuantKind::kQ5_0), 512, 0, 0})
+    ->ArgNames({"N", "K", "kind", "T", "threads", "q8"})
+    ->UseRealTime()
+    ->MinTime(0.3)
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace g4

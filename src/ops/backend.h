@@ -37,9 +37,10 @@ const char* BackendName(BackendKind kind);
 // is an InvalidArgument naming the accepted values.
 StatusOr<BackendKind> ParseBackendKind(const std::string& name);
 
-// How the matvecs of a decode step treat the activations. kExact: f32 (MatMul, ops/matmul.h),
-// what the golden tests check. kQ8: int8 blocks against Q8_0 / Q4_0 weights with integer dot
-// products (MatMulQ8a, ops/matmul_q8a.h), llama.cpp's arithmetic; cpu and ref backends.
+// How the GGUF matmuls treat the activations. kExact: f32 (MatMul, ops/matmul.h), what the
+// golden tests check. kQ8: int8 blocks with integer dot products where MatMulQ8a defines them
+// (ops/matmul_q8a.h: decode, and prefill / batches against Q4_0 / Q5_0 / Q8_0), llama.cpp's
+// arithmetic; cpu and ref backends.
 enum class MatVec { kExact, kQ8 };
 const char* MatVecName(MatVec m);  // "exact" | "q8"
 // "exact" | "q8"; InvalidArgument naming the accepted values otherwise.

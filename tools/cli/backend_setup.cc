@@ -15,8 +15,9 @@ void AddModelOptions(CLI::App* sub, ModelFlags* flags) {
                   "LM head: auto (q8 for W4A16 checkpoints on the cpu, else as stored), bf16 (as "
                   "stored), q8, q4");
   sub->add_option("--matvec", flags->matvec,
-                  "Decode matvecs: exact (f32 activations) or q8 (int8 activations and integer "
-                  "dot products against Q4_0 / Q5_0 / Q8_0 weights, as llama.cpp; cpu and ref)");
+                  "GGUF matmuls: exact (f32 activations) or q8 (int8 activations and integer dot "
+                  "products, as llama.cpp: decode against Q4_0 / Q5_0 / Q8_0 / Q4_K / Q6_K, "
+                  "prefill and batches against Q4_0 / Q5_0 / Q8_0; cpu and ref)");
 }
 
 StatusOr<std::unique_ptr<Backend>> OpenBackend(const std::string& name, int threads,

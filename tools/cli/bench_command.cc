@@ -187,19 +187,28 @@ double KvBytesPerToken(const ModelInfo& c, int context) {
 // With `graphs` (and a backend that records them) the decode steps are recorded and replayed
 // (model/step_graphs.h); a profiler times ops one by one, so it runs them op by op.
 StatusOr<RunResult> RunOnce(const CausalLM& m, Backend& be, const std::vector<int32_t>& prompt,
-                            int decode, int chunk, int batch, OpProfiler* profiler, bool graphs) {
+                            int decode, int chunk, int batch, OpProfiler* profiler, bool graphs,
+                            OpProfiler* prefill_profiler = nullptr) {
   const ModelInfo& c = m.info();
   const int context = std::min<int>(static_cast<int>(prompt.size()) + decode + 1, c.max_context);
   const size_t B = static_cast<size_t>(batch);
   std::vector<std::unique_ptr<SequenceKvCache>> caches(B);
   std::vector<std::vector<float>> logits(B);
   RunResult r;
+  if (prefill_profiler) {
+    be.SetProfiler(prefill_profiler);
+    prefill_profiler->set_enabled(true);
+  }
   const auto t0 = Clock::now();
   for (size_t b = 0; b < B; ++b) {
     G4_ASSIGN_OR_RETURN(caches[b], SequenceKvCache::Create(c.layers, context, be.memory()));
     G4_ASSIGN_OR_RETURN(logits[b], Prefill(m, be, *caches[b], prompt, chunk));
   }
   r.prefill_s = Seconds(t0, Clock::now());
+  if (prefill_profiler) {
+    prefill_profiler->set_enabled(false);
+    be.SetProfiler(profiler);
+  }
   if (profiler) profiler->set_enabled(true);
   const double cpu0 = ProcessCpuSeconds();
   std::vector<int32_t> next(B);
@@ -344,9 +353,11 @@ int Run(const BenchArgs& a) {
   LogInfo("read bandwidth " + std::to_string(Median(bw_samples) / 1e9) + " GB/s (before runs); f32 FMA peak " +
           std::to_string(fma_peak / 1e9) + " GFLOP/s; weights read per decode token " + Gb(weight_bytes));
 
-  OpProfiler profiler;
+  OpProfiler profiler, prefill_profiler;  // decode steps; prompt tokens
   profiler.set_lm_head_rows(c.vocab_size);
   profiler.set_enabled(false);
+  prefill_profiler.set_lm_head_rows(c.vocab_size);
+  prefill_profiler.set_enabled(false);
   if (a.profile) be.SetProfiler(&profiler);
 
   // Warm-up (untimed): faults in every weight page and sizes the kernels' scratch buffers.
@@ -372,16 +383,19 @@ int Run(const BenchArgs& a) {
     }
     const std::vector<int32_t> prompt = PromptIds(c, ctx, static_cast<uint32_t>(ctx));
     profiler.Reset();
+    prefill_profiler.Reset();
     std::vector<double> prefill, decode, e2e, steps;
     RunResult sum;
     for (int r = 0; r < a.repeat; ++r) {
       auto res = RunOnce(model, be, prompt, a.decode, a.prefill_chunk, a.batch,
-                         a.profile ? &profiler : nullptr, a.graphs);
+                         a.profile ? &profiler : nullptr, a.graphs,
+                         a.profile ? &prefill_profiler : nullptr);
       if (!res.ok()) return fail(res.status());
       const double B = a.batch;  // tokens per decode step
       prefill.push_back(B * ctx / res->prefill_s);
       decode.push_back(res->steps > 0 ? B * res->steps / res->decode_s : 0.0);
       e2e.push_back(B * (res->steps + 1) / (res->prefill_s + res->decode_s + res->sampling_s));
+      sum.prefill_s += res->prefill_s;
       sum.decode_s += res->decode_s;
       sum.sampling_s += res->sampling_s;
       sum.steps += res->steps;
@@ -419,6 +433,12 @@ int Run(const BenchArgs& a) {
       const DecodeProfile p{&profiler, sum.steps, sum.decode_s, sum.sampling_s};
       j["profile"] = ProfileJson(p);
       profiles += "context " + std::to_string(ctx) + ": " + FormatProfile(p);
+      // The prompt's forwards per prompt token (sampling: none; the whole prefill is "forward").
+      const DecodeProfile pp{&prefill_profiler, int64_t{a.batch} * ctx * a.repeat, sum.prefill_s,
+                             0.0};
+      j["prefill_profile"] = ProfileJson(pp);
+      profiles += "context " + std::to_string(ctx) + " prefill, per prompt token: " +
+                  FormatProfile(pp);
     }
     runs.push_back(j);
   }

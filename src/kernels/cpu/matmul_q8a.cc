@@ -25,6 +25,7 @@
 #include "core/q8_blocks.h"
 #include "hwy/targets.h"
 #include "kernels/cpu/kernels.h"
+#include "kernels/cpu/matmul_q8a_gemm.h"
 #include "ops/matmul_q8a.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -138,11 +139,11 @@ void LayoutVnni(const Shape& s, QuantX& x) {
   x.corr.assign(static_cast<size_t>(steps * 16), 0);
   x.dxl.assign(static_cast<size_t>(steps * 16), 0.0f);
   for (int64_t t = 0; t < steps; ++t) {
-    for (int64_t i = 0; i < bytes; ++i) {
+    for (int64_t i = 0; i < bytes; i += 16) {  // StepSource keeps runs of 16 bytes together
       int64_t k, j;
       StepSource(s.kind, i, &k, &j);
       const int64_t from = (t * S + k) * kQ8Block + j;
-      x.xs[static_cast<size_t>(t * bytes + i)] = x.xq[static_cast<size_t>(from)];
+      std::memcpy(&x.xs[static_cast<size_t>(t * bytes + i)], &x.xq[static_cast<size_t>(from)], 16);
     }
     bool started[4] = {};
     for (int64_t l = 0; l < 16; ++l) {
@@ -173,12 +174,12 @@ G4_TARGET_VNNI inline void GatherScales(const uint8_t* w, int64_t bytes, int64_t
   }
 }
 
-// The unsigned values of one step of kKind blocks at p as bytes in StepSource order, dotted
-// with the step's x (xs) into dot; dw: the blocks' scales (ds: the row's, from the step's first
-// block) on the lanes of their blocks.
+// The unsigned values of one step of kKind blocks at p as bytes in StepSource order (u0; Q4_0:
+// its low nibbles in u0, high in u1) and the blocks' scales (ds: the row's, from the step's first
+// block) on the lanes of their blocks (dw).
 template <QuantKind kKind>
-G4_TARGET_VNNI inline void StepVnni(const uint8_t* p, const int8_t* xs, const float* ds,
-                                    __m512i& dot, __m512& dw) {
+G4_TARGET_VNNI inline void UnpackVnni(const uint8_t* p, const float* ds, __m512i& u0, __m512i& u1,
+                                      __m512& dw) {
   const __m512i low4 = _mm512_set1_epi8(0x0f);
   if constexpr (kKind == QuantKind::kQ4_0) {  // 4 blocks: low nibbles, then high nibbles
     const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2));
@@ -186,38 +187,46 @@ G4_TARGET_VNNI inline void StepVnni(const uint8_t* p, const int8_t* xs, const fl
     v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 20)), 1);
     v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 38)), 2);
     v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 56)), 3);
-    const __m512i lo = _mm512_and_si512(v, low4);
-    const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
-    dot = _mm512_dpbusd_epi32(dot, lo, _mm512_loadu_si512(xs));
-    dot = _mm512_dpbusd_epi32(dot, hi, _mm512_loadu_si512(xs + 64));
+    u0 = _mm512_and_si512(v, low4);
+    u1 = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
     const __m512i quad = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
     dw = _mm512_permutexvar_ps(quad, _mm512_broadcast_f32x4(_mm_loadu_ps(ds)));
     return;
   }
-  __m512i u;  // two blocks
+  // two blocks
   if constexpr (kKind == QuantKind::kQ8_0) {  // q + 128, natural order
     const __m256i q0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2));
     const __m256i q1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 36));
-    u = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1),
-                         _mm512_set1_epi8(static_cast<char>(0x80)));
+    u0 = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1),
+                          _mm512_set1_epi8(static_cast<char>(0x80)));
   } else {  // Q5_0: nibbles as 128-bit lanes (lo b, lo b+1, hi b, hi b+1), + 16 per qh bit
     const __m256i q = _mm256_inserti128_si256(
         _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 6))),
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 28)), 1);
     const __m256i m = _mm256_set1_epi8(0x0f);
-    u = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(q, m)),
-                           _mm256_and_si256(_mm256_srli_epi16(q, 4), m), 1);
+    u0 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(q, m)),
+                            _mm256_and_si256(_mm256_srli_epi16(q, 4), m), 1);
     uint32_t qh0, qh1;
     std::memcpy(&qh0, p + 2, 4);
     std::memcpy(&qh1, p + 24, 4);
     const uint64_t bits = (qh0 & 0xffffu) | (uint64_t{qh1} & 0xffffu) << 16 |
                           uint64_t{qh0 >> 16} << 32 | uint64_t{qh1 >> 16} << 48;
-    u = _mm512_mask_add_epi8(u, static_cast<__mmask64>(bits), u, _mm512_set1_epi8(16));
+    u0 = _mm512_mask_add_epi8(u0, static_cast<__mmask64>(bits), u0, _mm512_set1_epi8(16));
   }
-  dot = _mm512_dpbusd_epi32(dot, u, _mm512_loadu_si512(xs));
+  u1 = u0;  // unused
   // Broadcasts from memory are loads; a blend is not a shuffle.
   const __mmask16 second = kKind == QuantKind::kQ8_0 ? 0xFF00 : 0xF0F0;
   dw = _mm512_mask_mov_ps(_mm512_set1_ps(ds[0]), second, _mm512_set1_ps(ds[1]));
+}
+
+// dot + the step's unpacked values (UnpackVnni) times its x (xs, in step order).
+template <QuantKind kKind>
+G4_TARGET_VNNI inline __m512i DotVnni(__m512i dot, __m512i u0, __m512i u1, const int8_t* xs) {
+  dot = _mm512_dpbusd_epi32(dot, u0, _mm512_loadu_si512(xs));
+  if constexpr (kKind == QuantKind::kQ4_0) {
+    dot = _mm512_dpbusd_epi32(dot, u1, _mm512_loadu_si512(xs + 64));
+  }
+  return dot;
 }
 
 // y = the sum over the whole-step blocks of the row at w (the scalar tail adds the rest).
@@ -240,9 +249,10 @@ G4_TARGET_VNNI void RowVnni(const Shape& s, const QuantX& x, const uint8_t* w, f
       const char* ahead = reinterpret_cast<const char*>(p + kPrefetchRows * s.row_bytes);
       _mm_prefetch(ahead, _MM_HINT_T0);
       _mm_prefetch(ahead + 64, _MM_HINT_T0);
-      __m512i dot = _mm512_loadu_si512(corr);
+      __m512i u0, u1;
       __m512 dw;
-      StepVnni<kKind>(p, xs, ds + j, dot, dw);
+      UnpackVnni<kKind>(p, ds + j, u0, u1, dw);
+      const __m512i dot = DotVnni<kKind>(_mm512_loadu_si512(corr), u0, u1, xs);
       acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, _mm512_loadu_ps(dxl)), acc);
     }
   }
@@ -556,19 +566,9 @@ G4_TARGET_AVX2 void RowsAvx2(const Shape& s, const QuantX& x, int64_t begin, int
 }
 #endif  // G4_Q8A_X86
 
-}  // namespace
-
-const char* MatMulQ8aKernel() { return PathName(ChoosePath()); }
-
-void MatMulQ8a(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y) {
-  if (!UsesQ8Activations(w, T)) return MatMul(pool, w, x, T, y);
-  const int64_t K = w.dim(1), blocks = K / kQ8Block;
-  const BlockFormat f = GgufBlockFormat(w.quant.kind);
-  const Shape s{w.quant.kind, static_cast<const uint8_t*>(w.data), w.quant.row_bytes, K, w.dim(0),
-                K / f.elems, f.bytes, f.elems};
-  thread_local QuantX caller_qx;
-  // Named through a reference: a thread_local named in the lambdas would be each worker's own.
-  QuantX& qx = caller_qx;
+// x quantized and laid out for `path` (QuantizeQ8Blocks, then the vnni512 step order).
+void QuantizeRow(const Shape& s, Path path, const float* x, QuantX& qx) {
+  const int64_t K = s.K, blocks = K / kQ8Block;
   qx.xq.resize(static_cast<size_t>(K));
   qx.dx.resize(static_cast<size_t>(blocks));
   qx.sx.resize(static_cast<size_t>(blocks));
@@ -579,26 +579,70 @@ void MatMulQ8a(ThreadPool& pool, const TensorView& w, const float* x, int64_t T,
       qx.sx16[static_cast<size_t>(k / 16)] += qx.xq[static_cast<size_t>(k)];
     }
   }
-  const Path path = ChoosePath();
-  const int64_t grain = std::max<int64_t>(4, ((int64_t{1} << 17) + K - 1) / K);
 #if G4_Q8A_X86
-  if (path == Path::kVnni512) {
-    if (s.kind == QuantKind::kQ4_K) {
-      LayoutQ4K(s, qx);
-    } else if (s.kind == QuantKind::kQ6_K) {
-      LayoutQ6K(s, qx);
-    } else {
-      LayoutVnni(s, qx);
-    }
-    pool.ParallelFor(s.N, grain, [&](int64_t b, int64_t e) { RowsVnni(s, qx, b, e, y); });
-    return;
+  if (path != Path::kVnni512) return;
+  if (s.kind == QuantKind::kQ4_K) {
+    LayoutQ4K(s, qx);
+  } else if (s.kind == QuantKind::kQ6_K) {
+    LayoutQ6K(s, qx);
+  } else {
+    LayoutVnni(s, qx);
   }
-  if (path == Path::kAvx2) {
-    pool.ParallelFor(s.N, grain, [&](int64_t b, int64_t e) { RowsAvx2(s, qx, b, e, y); });
-    return;
-  }
+#else
+  (void)path;
 #endif
-  pool.ParallelFor(s.N, grain, [&](int64_t b, int64_t e) { ScalarRows(s, qx, 0, b, e, y); });
+}
+
+// Rows [begin, end) of w against one row of x, with the row kernels of `path`.
+void Rows(const Shape& s, Path path, const QuantX& qx, int64_t begin, int64_t end, float* y) {
+#if G4_Q8A_X86
+  if (path == Path::kVnni512) return RowsVnni(s, qx, begin, end, y);
+  if (path == Path::kAvx2) return RowsAvx2(s, qx, begin, end, y);
+#endif
+  ScalarRows(s, qx, 0, begin, end, y);
+}
+
+// Rows [begin, end) of w against every row of x (xt: T of them): y: [T, N]. Rows are taken in
+// groups whose weights stay in L2 while every row of x passes over them.
+void RowsAllTokens(const Shape& s, Path path, const std::vector<QuantX>& xt, int64_t begin,
+                   int64_t end, float* y) {
+  const int64_t T = static_cast<int64_t>(xt.size());
+  const int64_t group = std::max<int64_t>(1, (int64_t{96} << 10) / s.row_bytes);
+  for (int64_t g0 = begin; g0 < end; g0 += group) {
+    const int64_t g1 = std::min(end, g0 + group);
+    for (int64_t t = 0; t < T; ++t) Rows(s, path, xt[static_cast<size_t>(t)], g0, g1, y + t * s.N);
+  }
+}
+
+}  // namespace
+
+const char* MatMulQ8aKernel() { return PathName(ChoosePath()); }
+
+void MatMulQ8a(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y) {
+  if (!UsesQ8Activations(w, T)) return MatMul(pool, w, x, T, y);
+  const int64_t K = w.dim(1);
+  const BlockFormat f = GgufBlockFormat(w.quant.kind);
+  const Shape s{w.quant.kind, static_cast<const uint8_t*>(w.data), w.quant.row_bytes, K, w.dim(0),
+                K / f.elems, f.bytes, f.elems};
+  const Path path = ChoosePath();
+#if G4_Q8A_X86
+  // T > 1 is defined for HasQ8Gemm kinds only (UsesQ8Activations).
+  if (T > 1 && path == Path::kVnni512) return MatMulQ8aPanels(pool, w, x, T, y);
+#endif
+  const int64_t grain = std::max<int64_t>(4, ((int64_t{1} << 17) + K - 1) / K);
+  // Named through references: a thread_local named in the lambdas would be each worker's own.
+  thread_local std::vector<QuantX> caller_xt;
+  std::vector<QuantX>& xt = caller_xt;
+  xt.resize(static_cast<size_t>(T));
+  if (T == 1) {
+    QuantizeRow(s, path, x, xt[0]);
+    pool.ParallelFor(s.N, grain, [&](int64_t b, int64_t e) { Rows(s, path, xt[0], b, e, y); });
+    return;
+  }
+  pool.ParallelFor(T, 1, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) QuantizeRow(s, path, x + t * K, xt[static_cast<size_t>(t)]);
+  });
+  pool.ParallelFor(s.N, grain, [&](int64_t b, int64_t e) { RowsAllTokens(s, path, xt, b, e, y); });
 }
 
 }  // namespace g4::cpu

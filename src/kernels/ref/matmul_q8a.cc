@@ -15,17 +15,19 @@ void MatMulQ8a(ThreadPool& pool, const TensorView& w, const float* x, int64_t T,
   std::vector<int8_t> xq(static_cast<size_t>(K));
   std::vector<float> dx(static_cast<size_t>(blocks));
   std::vector<int32_t> sx(static_cast<size_t>(blocks));
-  QuantizeQ8Blocks(x, K, xq.data(), dx.data(), sx.data());
   const BlockFormat f = GgufBlockFormat(w.quant.kind);
   const int64_t per = f.elems / kQ8Block;  // x blocks under one weight block
-  for (int64_t n = 0; n < N; ++n) {
-    const uint8_t* row = static_cast<const uint8_t*>(w.data) + n * w.quant.row_bytes;
-    double acc = 0.0;
-    for (int64_t b = 0; b < K / f.elems; ++b) {
-      acc += Q8Dot(w.quant.kind, row + b * f.bytes, xq.data() + b * f.elems,
-                   dx.data() + b * per, sx.data() + b * per);
+  for (int64_t t = 0; t < T; ++t) {  // x: [T, K], y: [T, N]
+    QuantizeQ8Blocks(x + t * K, K, xq.data(), dx.data(), sx.data());
+    for (int64_t n = 0; n < N; ++n) {
+      const uint8_t* row = static_cast<const uint8_t*>(w.data) + n * w.quant.row_bytes;
+      double acc = 0.0;
+      for (int64_t b = 0; b < K / f.elems; ++b) {
+        acc += Q8Dot(w.quant.kind, row + b * f.bytes, xq.data() + b * f.elems,
+                     dx.data() + b * per, sx.data() + b * per);
+      }
+      y[t * N + n] = static_cast<float>(acc);
     }
-    y[n] = static_cast<float>(acc);
   }
 }
 
