@@ -144,8 +144,34 @@ test('streaming chat: role first, one id, usage chunk, [DONE]; text equals non-s
   assert.equal(ids.size, 1);
   assert.equal(finish, 'length');
   assert.equal(usage.completion_tokens, 12);
-  assert.equal(usage.completion_tokens, whole.usage.completion_tokens);
+  assertSameUsage(usage, whole.usage);
   assert.equal(text, whole.choices[0].message.content);
+});
+
+// The streamed usage chunk counts what the non-streamed answer to the same request counts.
+function assertSameUsage(streamed, whole) {
+  assert.ok(whole.prompt_tokens > 0);
+  assert.equal(whole.total_tokens, whole.prompt_tokens + whole.completion_tokens);
+  for (const k of ['prompt_tokens', 'completion_tokens', 'total_tokens']) {
+    assert.equal(streamed[k], whole[k], `streamed usage.${k}`);
+  }
+}
+
+test('streaming completion: the usage chunk equals the non-streamed usage', async () => {
+  const req = { model: 'tiny', prompt: 'Count the sheep:', max_tokens: 9, temperature: 0,
+                ignore_eos: true };
+  const whole = await client.completions.create(req);
+  const stream = await client.completions.create({ ...req, stream: true,
+                                                   stream_options: { include_usage: true } });
+  let usage = null, text = '';
+  for await (const chunk of stream) {
+    if (chunk.usage) usage = chunk.usage;
+    text += chunk.choices[0]?.text ?? '';
+  }
+  assert.ok(usage, 'no usage chunk');
+  assert.equal(usage.completion_tokens, 9);
+  assertSameUsage(usage, whole.usage);
+  assert.equal(text, whole.choices[0].text);
 });
 
 // Logprob values, not just their presence: a greedy request made twice gives the same values;
