@@ -34,6 +34,8 @@ function(g4_test_suite dir)
   list(FILTER srcs EXCLUDE REGEX "/tests/model/gguf_model_test.cc$")
   # tests/model/gemma3_real_test.cc needs the gemma3_reference ctest fixture (CMakeLists.txt).
   list(FILTER srcs EXCLUDE REGEX "/tests/model/gemma3_real_test.cc$")
+  # tests/model/ct_w4a16_test.cc needs the ct_w4a16 ctest fixture (CMakeLists.txt).
+  list(FILTER srcs EXCLUDE REGEX "/tests/model/ct_w4a16_test.cc$")
   if(NOT srcs)
     return()
   endif()

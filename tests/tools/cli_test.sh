@@ -27,12 +27,21 @@ for backend in cpu ref; do
   [ "$size" -eq $((3 * 512 * 4)) ] || fail "logits file has $size bytes, expected $((3 * 512 * 4))"
 done
 cmp -s <(grep argmax "$TMP/out_cpu") <(grep argmax "$TMP/out_ref") || fail "cpu and ref argmax differ"
-# --head: every model command loads the head it is asked for and says so.
+# --head: every model command (logits, generate, bench here; run and serve below, with a
+# tokenizer) loads the head it is asked for and says so on its second line.
 "$G4" logits --model "$TMP/m" --ids 2,17,33 --head q8 >/dev/null 2>"$TMP/err_q8" || fail "logits --head q8: $(cat "$TMP/err_q8")"
 grep -q "^g4: model architecture=gemma4 weights=bf16 head=int8row/f32$" "$TMP/err_q8" \
   || fail "--head q8 not stated: $(cat "$TMP/err_q8")"
 if "$G4" logits --model "$TMP/m" --ids 2 --head q3 >/dev/null 2>"$TMP/bad"; then fail "--head q3 accepted"; fi
 grep -q "unknown head mode 'q3'" "$TMP/bad" || fail "head message: $(cat "$TMP/bad")"
+for cmd in "generate --ids 2,5 --max-tokens 1" \
+           "bench --contexts 6 --decode 1 --threads 1 --bandwidth-mib 8"; do
+  # shellcheck disable=SC2086
+  "$G4" $cmd --model "$TMP/m" --head q4 >/dev/null 2>"$TMP/err_q4" \
+    || fail "$cmd --head q4: $(cat "$TMP/err_q4")"
+  sed -n 2p "$TMP/err_q4" | grep -q "^g4: model architecture=gemma4 .* head=int4g32/bf16$" \
+    || fail "$cmd: --head q4 not stated on the second line: $(cat "$TMP/err_q4")"
+done
 # --matvec q8 is stated in the policy line (with the kernel chosen); a bad value names the choices.
 "$G4" logits --model "$TMP/m" --ids 2,17,33 --matvec q8 >/dev/null 2>"$TMP/err_mv" || fail "--matvec q8: $(cat "$TMP/err_mv")"
 head -n1 "$TMP/err_mv" | grep -q "compute=f32 matvec=q8:" || fail "--matvec q8 not stated: $(head -n1 "$TMP/err_mv")"
@@ -90,6 +99,18 @@ if [ ! -f "$TOKJSON" ]; then
 fi
 "$G4" make-model --preset tiny --dtype bf16 --seed 3 --out "$TMP/mt" --tokenizer "$TOKJSON" \
   2>"$TMP/make.err" || fail "make-model --tokenizer: $(cat "$TMP/make.err")"
+# run and serve (they need a tokenizer) state the head they were asked for too.
+"$G4" run --model "$TMP/mt" --prompt hi --max-tokens 1 --head q8 >/dev/null 2>"$TMP/err_run" \
+  || fail "run --head q8: $(cat "$TMP/err_run")"
+sed -n 2p "$TMP/err_run" | grep -q "head=int8row/f32$" \
+  || fail "run: --head q8 not stated: $(cat "$TMP/err_run")"
+"$G4" serve --model "$TMP/mt" --port 0 --head q8 >/dev/null 2>"$TMP/err_serve" &
+serve_pid=$!
+for _ in $(seq 100); do grep -q "head=" "$TMP/err_serve" && break; sleep 0.1; done
+kill "$serve_pid" 2>/dev/null
+wait "$serve_pid" 2>/dev/null
+sed -n 2p "$TMP/err_serve" | grep -q "head=int8row/f32$" \
+  || fail "serve: --head q8 not stated: $(cat "$TMP/err_serve")"
 cat >"$TMP/schema.json" <<'JSON'
 {"type": "object", "properties": {"ok": {"type": "boolean"},
  "n": {"type": "integer", "minimum": 3, "maximum": 41}, "tag": {"enum": ["a", "b"]}},

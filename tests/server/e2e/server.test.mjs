@@ -144,8 +144,79 @@ test('streaming chat: role first, one id, usage chunk, [DONE]; text equals non-s
   assert.equal(ids.size, 1);
   assert.equal(finish, 'length');
   assert.equal(usage.completion_tokens, 12);
-  assert.equal(usage.completion_tokens, whole.usage.completion_tokens);
+  assertSameUsage(usage, whole.usage);
   assert.equal(text, whole.choices[0].message.content);
+});
+
+// The streamed usage chunk counts what the non-streamed answer to the same request counts.
+function assertSameUsage(streamed, whole) {
+  assert.ok(whole.prompt_tokens > 0);
+  assert.equal(whole.total_tokens, whole.prompt_tokens + whole.completion_tokens);
+  for (const k of ['prompt_tokens', 'completion_tokens', 'total_tokens']) {
+    assert.equal(streamed[k], whole[k], `streamed usage.${k}`);
+  }
+}
+
+test('streaming completion: the usage chunk equals the non-streamed usage', async () => {
+  const req = { model: 'tiny', prompt: 'Count the sheep:', max_tokens: 9, temperature: 0,
+                ignore_eos: true };
+  const whole = await client.completions.create(req);
+  const stream = await client.completions.create({ ...req, stream: true,
+                                                   stream_options: { include_usage: true } });
+  let usage = null, text = '';
+  for await (const chunk of stream) {
+    if (chunk.usage) usage = chunk.usage;
+    text += chunk.choices[0]?.text ?? '';
+  }
+  assert.ok(usage, 'no usage chunk');
+  assert.equal(usage.completion_tokens, 9);
+  assertSameUsage(usage, whole.usage);
+  assert.equal(text, whole.choices[0].text);
+});
+
+// Logprob values, not just their presence: a greedy request made twice gives the same values;
+// each token's alternatives are sorted best first; the chosen token's logprob is <= 0 and, under
+// greedy, the first alternative's; and the alternatives' probabilities sum to at most 1 (a
+// logprob that is x - max instead of x - log Z puts the best at 0 and the sum above 1).
+function checkAlternatives(chosen, alts, where) {
+  assert.ok(chosen <= 0, `${where}: logprob ${chosen} > 0`);
+  assert.ok(alts.length > 1, `${where}: too few alternatives`);
+  for (let i = 1; i < alts.length; ++i) {
+    assert.ok(alts[i - 1] >= alts[i], `${where}: alternatives not sorted: ${alts}`);
+  }
+  assert.equal(chosen, alts[0], `${where}: greedy token is not the best alternative`);
+  const mass = alts.reduce((sum, lp) => sum + Math.exp(lp), 0);
+  assert.ok(mass <= 1 + 1e-5, `${where}: alternatives' probabilities sum to ${mass}`);
+}
+
+test('chat logprobs: reproducible, sorted, greedy token first, a distribution', async () => {
+  const req = { model: 'tiny', messages: [{ role: 'user', content: 'Name a colour.' }],
+                max_tokens: 8, temperature: 0, ignore_eos: true, logprobs: true,
+                top_logprobs: 5 };
+  const a = (await client.chat.completions.create(req)).choices[0].logprobs.content;
+  const b = (await client.chat.completions.create(req)).choices[0].logprobs.content;
+  assert.equal(a.length, 8);
+  assert.deepEqual(a, b);
+  a.forEach((t, i) => {
+    assert.equal(t.top_logprobs.length, 5);
+    assert.equal(t.token, t.top_logprobs[0].token);
+    checkAlternatives(t.logprob, t.top_logprobs.map((x) => x.logprob), `token ${i}`);
+  });
+});
+
+test('completion logprobs: reproducible, sorted, greedy token first, a distribution', async () => {
+  const req = { model: 'tiny', prompt: 'The weather today', max_tokens: 8, temperature: 0,
+                ignore_eos: true, logprobs: 5 };
+  const a = (await client.completions.create(req)).choices[0].logprobs;
+  const b = (await client.completions.create(req)).choices[0].logprobs;
+  assert.equal(a.token_logprobs.length, 8);
+  assert.deepEqual(a, b);
+  a.token_logprobs.forEach((lp, i) => {
+    // Alternatives are an object keyed by text (JS puts integer-like keys first, so the order
+    // is checked on chat); two ids with one text merge, so at least 2 of the 5 remain.
+    const alts = Object.values(a.top_logprobs[i]).sort((x, y) => y - x);
+    checkAlternatives(lp, alts, `token ${i}`);
+  });
 });
 
 test('stop strings end generation and are not emitted', async () => {
