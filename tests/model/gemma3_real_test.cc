@@ -269,6 +269,33 @@ TEST_F(Gemma3RealTest, Q8ActivationsStayCloseToTheExactPath) {
   EXPECT_GE(static_cast<double>(r->top1_same) / n, 0.95);
 }
 
+// The same with whole chunks per forward pass: prefill matmuls on integers too (the Q5_0 / Q8_0
+// linears and the Q8_0 head through MatMulQ8a's panels; Q4_K / Q6_K stay f32 for T > 1), against
+// the exact path run the same way.
+TEST_F(Gemma3RealTest, Q8PrefillStaysCloseToTheExactPath) {
+  const json& p = (*manifest_)["perplexity"];
+  const std::vector<int32_t> tokens = PerplexityTokens();
+  Backend q8(BackendKind::kCpu, 0, MatVec::kQ8);
+  PerplexityOptions po;
+  po.ctx = p["ctx"].get<int>();
+  po.bos = tokenizer_->special_ids().bos;
+  po.batch = po.ctx;
+  po.baseline = &cpu_;
+  auto r = Perplexity(*model_, q8, tokens, po);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const double ref = p["ppl"].get<double>(), n = static_cast<double>(r->scored);
+  ASSERT_GT(n, 0);
+  std::printf("q8 prefill: perplexity %.4f, exact %.4f, transformers %.4f; mean KL %.5f "
+              "(max %.5f); same top token %.2f%% of %lld\n",
+              r->ppl(), r->baseline_ppl(), ref, r->kl_sum / n, r->kl_max,
+              100.0 * static_cast<double>(r->top1_same) / n, static_cast<long long>(r->scored));
+  EXPECT_NEAR(r->baseline_ppl(), ref, 0.005 * ref);  // the exact path, whole chunks
+  EXPECT_NEAR(r->ppl(), r->baseline_ppl(), 0.01 * r->baseline_ppl());
+  EXPECT_GT(r->kl_sum, 0.0);
+  EXPECT_LT(r->kl_sum / n, 0.005);
+  EXPECT_GE(static_cast<double>(r->top1_same) / n, 0.95);
+}
+
 TEST_F(Gemma3RealTest, DegeneracyFlagsTheTokenLoopAndNotProse) {
   EXPECT_TRUE(tokenizer_->IsWordToken(669));             // " The"
   EXPECT_FALSE(tokenizer_->IsWordToken(tokenizer_->special_ids().bos));
