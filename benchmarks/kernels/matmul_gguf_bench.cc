@@ -7,7 +7,7 @@
 //    With threads = 1 (the caller runs the kernel) also the ratio of thread CPU times,
 //    cpu_q4_0/int4, which a machine shared with other jobs does not blur as it does wall time.
 //  * BM_MatVecGguf: one kind alone, GB/s; includes the tied LM head [262144, 1536] as Q6_K.
-//  * BM_MatMulGguf: T rows of x (a prefill chunk) at E2B's MLP shapes, exact (f32 panels) against
+//  * BM_MatMulGguf: T rows of x (a prefill chunk) at E2B's and the 270M's shapes, exact (f32 panels) against
 //    q8 (int8 rows of x, integer dot products), GMAC/s; threads = 1 also reports thread CPU time,
 //    which a shared machine does not blur.
 // Run: g4_kernel_bench --benchmark_filter=Gguf\|Q4_0; G4_BENCH_TARGET as in matmul_bench.cc.
@@ -239,6 +239,10 @@ BENCHMARK(BM_MatMulGguf)
     ->Args({1536, 6144, static_cast<int64_t>(QuantKind::kQ4_0), 512, 0, 0})
     ->Args({2048, 640, static_cast<int64_t>(QuantKind::kQ5_0), 512, 0, 1})
     ->Args({2048, 640, static_cast<int64_t>(QuantKind::kQ5_0), 512, 0, 0})
+    ->Args({640, 2048, static_cast<int64_t>(QuantKind::kQ6_K), 512, 1, 1})  // 270M's down
+    ->Args({640, 2048, static_cast<int64_t>(QuantKind::kQ6_K), 512, 1, 0})
+    ->Args({640, 1024, static_cast<int64_t>(QuantKind::kQ4_K), 512, 1, 1})  // 270M's o
+    ->Args({640, 1024, static_cast<int64_t>(QuantKind::kQ4_K), 512, 1, 0})
     ->ArgNames({"N", "K", "kind", "T", "threads", "q8"})
     ->UseRealTime()
     ->MinTime(0.3)

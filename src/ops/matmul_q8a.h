@@ -1,15 +1,15 @@
 // MatMulQ8a: MatMul (ops/matmul.h) with int8 activations where that is defined: one decode row
-// (T == 1) against Q4_0, Q5_0, Q8_0, Q4_K or Q6_K GGUF blocks (HasQ8Dot), and any T (prefill
-// chunks, batches) against Q4_0, Q5_0 and Q8_0 (HasQ8Gemm), as llama.cpp computes every
-// quantized matmul. Each row of x is cut into blocks of 32 and quantized (QuantizeQ8Blocks,
-// core/q8_blocks.h: xq, dx); each block of 32 weights times its 32 xq is an exact integer dot
-// product (Q8Dot):
-//   y[n] = sum_b dw[n, b] * dx[b] * sum_{j < 32} q[n, b, j] * xq[b, j]
+// or several (T > 1: prefill chunks, batches) against Q4_0, Q5_0, Q8_0, Q4_K or Q6_K GGUF blocks
+// (HasQ8Dot), as llama.cpp computes every quantized matmul. Each row of x is cut into blocks of
+// 32 and quantized (QuantizeQ8Blocks, core/q8_blocks.h: xq, dx); each block of 32 weights times
+// its 32 xq is an exact integer dot product (Q8Dot):
+//   y[t, n] = sum_b dw[n, b] * dx[t, b] * sum_{j < 32} q[n, b, j] * xq[t, b, j]
 // (Q4_K: per sub-block of 32, d * sc * dx * sum u xq - dmin * m * dx * sum xq; Q6_K: per group of
-// 16, d * sc * dx * sum (u - 32) xq). Every other call is MatMul itself. Integer products replace the f32 dequantize-and-FMA work, which is what
-// bounds the exact kernels on the CPU (docs/speed.md); the price is x's rounding to 8 bits,
-// measured on the real checkpoint in docs/speed.md. A backend runs it when created with
-// MatVec::kQ8 (ops/backend.h); the default, MatVec::kExact, keeps MatMul everywhere.
+// 16, d * sc * dx * sum (u - 32) xq). Every other call is MatMul itself. Integer products replace
+// the f32 dequantize-and-FMA work, which is what bounds the exact kernels on the CPU
+// (docs/speed.md); the price is x's rounding to 8 bits, measured on the real checkpoint in
+// docs/speed.md. A backend runs it when created with MatVec::kQ8 (ops/backend.h); the default,
+// MatVec::kExact, keeps MatMul everywhere.
 #pragma once
 
 #include "core/q8_blocks.h"
@@ -17,16 +17,10 @@
 
 namespace g4 {
 
-// The kinds whose T > 1 calls are integer too: blocks of 32 under one scale, which the CPU
-// kernel unpacks once for several rows of x (a Q4_K / Q6_K prefill keeps the f32 panels).
-inline bool HasQ8Gemm(QuantKind kind) {
-  return kind == QuantKind::kQ4_0 || kind == QuantKind::kQ5_0 || kind == QuantKind::kQ8_0;
-}
-
 // Whether MatMulQ8a quantizes x for this call (otherwise it is MatMul).
 inline bool UsesQ8Activations(const TensorView& w, int64_t T) {
-  return (T == 1 || HasQ8Gemm(w.quant.kind)) && HasQ8Dot(w.quant.kind) && w.shape.size() == 2 &&
-         w.dim(1) > 0 && w.dim(1) % GgufBlockFormat(w.quant.kind).elems == 0;
+  return T >= 1 && HasQ8Dot(w.quant.kind) && w.shape.size() == 2 && w.dim(1) > 0 &&
+         w.dim(1) % GgufBlockFormat(w.quant.kind).elems == 0;
 }
 
 }  // namespace g4

@@ -3,8 +3,8 @@
 // Q4_K / Q6_K blocks, odd N, block counts that leave tails after the 2- and 4-block steps,
 // misaligned weights and x, pools of 1 and 3 threads. The ref itself is checked against the exact
 // MatMul: equal where x's quantization is exact, within the 8-bit rounding of x otherwise. Several
-// rows of x (T > 1: the tiles of 8 rows and the rows after them) against Q4_0 / Q5_0 / Q8_0 too.
-// Calls outside the definition (T > 1 for Q4_K / Q6_K, other kinds) are MatMul's, bit for bit.
+// rows of x (T > 1: the tiles of 4 rows and the rows after them, partial panels of 16 rows).
+// Calls outside the definition (other kinds) are MatMul's, bit for bit.
 
 #include <algorithm>
 #include <cmath>
@@ -121,20 +121,23 @@ TEST_P(MatMulQ8aTest, CpuMatchesRefAtModelWidths) {
   }
 }
 
-// Several rows of x (prefill chunks, batches): T below, at and past the kernel's tile of 8 rows,
+// Several rows of x (prefill chunks, batches): T below, at and past the kernel's tiles of 4 rows,
 // each row of y against the ref's row of the same x row.
 class MatMulQ8aGemmTest : public MatMulQ8aTest {};
 
 TEST_P(MatMulQ8aGemmTest, CpuMatchesRefForSeveralRowsOfX) {
   const auto [kind, threads, target] = GetParam();
-  ASSERT_TRUE(HasQ8Gemm(kind));
   const testing::ScopedTarget scoped_target(target);
   ASSERT_TRUE(scoped_target.ok()) << target;
   ThreadPool pool(threads);
   uint32_t seed = 31;
+  const int64_t elems = GgufBlockFormat(kind).elems;
+  const std::vector<std::pair<int64_t, int64_t>> shapes =
+      elems == 32 ? std::vector<std::pair<int64_t, int64_t>>{{5, 7}, {17, 48}, {70, 3}, {33, 67}}
+                  : std::vector<std::pair<int64_t, int64_t>>{{5, 1}, {17, 6}, {70, 2}, {33, 3}};
   for (int64_t T : {2, 8, 9, 19}) {
-    for (auto [N, blocks] : {std::pair<int64_t, int64_t>{5, 7}, {17, 48}, {70, 3}, {33, 67}}) {
-      const int64_t K = 32 * blocks;
+    for (auto [N, blocks] : shapes) {
+      const int64_t K = elems * blocks;
       SCOPED_TRACE("T=" + std::to_string(T) + " K=" + std::to_string(K) +
                    " N=" + std::to_string(N));
       const GgufTensor w(kind, N, K, /*misalign=*/true, seed++);
@@ -165,7 +168,8 @@ INSTANTIATE_TEST_SUITE_P(KindsPoolsTargets, MatMulQ8aTest,
 
 INSTANTIATE_TEST_SUITE_P(KindsPoolsTargets, MatMulQ8aGemmTest,
                          ::testing::Combine(::testing::Values(QuantKind::kQ8_0, QuantKind::kQ4_0,
-                                                              QuantKind::kQ5_0),
+                                                              QuantKind::kQ5_0, QuantKind::kQ4_K,
+                                                              QuantKind::kQ6_K),
                                             ::testing::Values(1, 3),
                                             ::testing::ValuesIn(testing::Targets())),
                          testing::ParamNames());
@@ -218,8 +222,7 @@ TEST(MatMulQ8aRef, EqualsExactMatMulUpToTheRoundingOfX) {
   }
 }
 
-// Outside the definition MatMulQ8a is MatMul: T > 1 for the 256-value kinds, and kinds without an
-// integer kernel.
+// Outside the definition MatMulQ8a is MatMul: kinds without an integer kernel.
 TEST(MatMulQ8a, IsMatMulOutsideItsDefinition) {
   ThreadPool pool(2);
   const int64_t N = 7, K = 256;
@@ -237,8 +240,8 @@ TEST(MatMulQ8a, IsMatMulOutsideItsDefinition) {
   EXPECT_TRUE(UsesQ8Activations(GgufTensor(QuantKind::kQ8_0, 1, 32, false, 1).view(), 1));
   EXPECT_TRUE(UsesQ8Activations(GgufTensor(QuantKind::kQ8_0, 1, 32, false, 1).view(), 2));
   EXPECT_TRUE(UsesQ8Activations(GgufTensor(QuantKind::kQ4_0, 1, 32, false, 1).view(), 9));
-  EXPECT_FALSE(UsesQ8Activations(GgufTensor(QuantKind::kQ4_K, 1, 256, false, 1).view(), 2));
-  EXPECT_FALSE(UsesQ8Activations(GgufTensor(QuantKind::kQ6_K, 1, 256, false, 1).view(), 2));
+  EXPECT_TRUE(UsesQ8Activations(GgufTensor(QuantKind::kQ4_K, 1, 256, false, 1).view(), 2));
+  EXPECT_TRUE(UsesQ8Activations(GgufTensor(QuantKind::kQ6_K, 1, 256, false, 1).view(), 2));
   EXPECT_FALSE(UsesQ8Activations(GgufTensor(QuantKind::kQ5_K, 1, 256, false, 1).view(), 1));
   EXPECT_TRUE(UsesQ8Activations(GgufTensor(QuantKind::kQ6_K, 1, 256, false, 1).view(), 1));
   EXPECT_TRUE(UsesQ8Activations(GgufTensor(QuantKind::kQ4_K, 1, 256, false, 1).view(), 1));

@@ -626,7 +626,6 @@ void MatMulQ8a(ThreadPool& pool, const TensorView& w, const float* x, int64_t T,
                 K / f.elems, f.bytes, f.elems};
   const Path path = ChoosePath();
 #if G4_Q8A_X86
-  // T > 1 is defined for HasQ8Gemm kinds only (UsesQ8Activations).
   if (T > 1 && path == Path::kVnni512) return MatMulQ8aPanels(pool, w, x, T, y);
 #endif
   const int64_t grain = std::max<int64_t>(4, ((int64_t{1} << 17) + K - 1) / K);

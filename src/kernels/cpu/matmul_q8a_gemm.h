@@ -1,5 +1,5 @@
 // The T > 1 part of the CPU MatMulQ8a (ops/matmul_q8a.h) on AVX-512 VNNI: prefill chunks and
-// batches against Q4_0 / Q5_0 / Q8_0 blocks, as panels of 16 rows whose integer lanes are rows.
+// batches against Q4_0 / Q5_0 / Q8_0 / Q4_K / Q6_K blocks, as panels of 16 rows whose integer lanes are rows.
 #pragma once
 
 #include <cstdint>
@@ -9,8 +9,8 @@
 
 namespace g4::cpu {
 
-// y: [T, N] = x: [T, K] w^T with x's rows quantized as MatMulQ8a does, for HasQ8Gemm(w's kind)
-// and K % 32 == 0. Only where AVX-512 F/BW/VL + VNNI run (the caller's path choice).
+// y: [T, N] = x: [T, K] w^T with x's rows quantized as MatMulQ8a does, for HasQ8Dot(w's kind)
+// and K a multiple of its block. Only where AVX-512 F/BW/VL + VNNI run (the caller's path choice).
 void MatMulQ8aPanels(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y);
 
 }  // namespace g4::cpu
