@@ -19,6 +19,13 @@ StatusOr<ModelTokenizer> LoadModelTokenizer(const Checkpoint& ckpt) {
     return m;
   }
   const std::string file = ckpt.FilePath("tokenizer.json");
+  std::error_code missing;
+  if (!std::filesystem::exists(file, missing)) {
+    // What `g4 make-model` without --tokenizer writes: runnable by ids only.
+    return NotFound(ckpt.path() + " has no tokenizer.json: text commands need the checkpoint's "
+                    "tokenizer (a checkpoint from `g4 make-model` gets one with --tokenizer; "
+                    "`g4 logits` and `g4 generate --ids` run without)");
+  }
   G4_ASSIGN_OR_RETURN(std::unique_ptr<TokenizerJson> json, ReadTokenizerJson(file));
   G4_ASSIGN_OR_RETURN(m.tokenizer, Tokenizer::FromJson(*json, file));
   CheckpointJsonFiles files;

@@ -123,9 +123,7 @@ TEST_P(MatMulQ8aTest, CpuMatchesRefAtModelWidths) {
 
 // Several rows of x (prefill chunks, batches): T below, at and past the kernel's tiles of 4 rows,
 // each row of y against the ref's row of the same x row.
-class MatMulQ8aGemmTest : public MatMulQ8aTest {};
-
-TEST_P(MatMulQ8aGemmTest, CpuMatchesRefForSeveralRowsOfX) {
+TEST_P(MatMulQ8aTest, CpuMatchesRefForSeveralRowsOfX) {
   const auto [kind, threads, target] = GetParam();
   const testing::ScopedTarget scoped_target(target);
   ASSERT_TRUE(scoped_target.ok()) << target;
@@ -159,14 +157,6 @@ TEST_P(MatMulQ8aGemmTest, CpuMatchesRefForSeveralRowsOfX) {
 }
 
 INSTANTIATE_TEST_SUITE_P(KindsPoolsTargets, MatMulQ8aTest,
-                         ::testing::Combine(::testing::Values(QuantKind::kQ8_0, QuantKind::kQ4_0,
-                                                              QuantKind::kQ5_0, QuantKind::kQ4_K,
-                                                              QuantKind::kQ6_K),
-                                            ::testing::Values(1, 3),
-                                            ::testing::ValuesIn(testing::Targets())),
-                         testing::ParamNames());
-
-INSTANTIATE_TEST_SUITE_P(KindsPoolsTargets, MatMulQ8aGemmTest,
                          ::testing::Combine(::testing::Values(QuantKind::kQ8_0, QuantKind::kQ4_0,
                                                               QuantKind::kQ5_0, QuantKind::kQ4_K,
                                                               QuantKind::kQ6_K),

@@ -435,7 +435,7 @@ int Run(const BenchArgs& a) {
       profiles += "context " + std::to_string(ctx) + ": " + FormatProfile(p);
       // The prompt's forwards per prompt token (sampling: none; the whole prefill is "forward").
       const DecodeProfile pp{&prefill_profiler, int64_t{a.batch} * ctx * a.repeat, sum.prefill_s,
-                             0.0};
+                             0.0, "prefill", "prompt tokens"};
       j["prefill_profile"] = ProfileJson(pp);
       profiles += "context " + std::to_string(ctx) + " prefill, per prompt token: " +
                   FormatProfile(pp);

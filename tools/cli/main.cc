@@ -2,11 +2,16 @@
 #include <cstdio>
 #include <vector>
 
+#include "arg_check.h"
 #include "commands.h"
+#include "version.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"g4: a Gemma 4 inference engine"};
+  CLI::App app{"g4: a Gemma 4 inference engine", "g4"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", g4::cli::VersionLine());
+  // --help shows each option's default; subcommands inherit this when they are added.
+  app.option_defaults()->always_capture_default();
   std::vector<std::pair<CLI::App*, g4::cli::RunFn>> commands;
   auto add = [&](g4::cli::RunFn (*adder)(CLI::App&)) {
     const size_t before = app.get_subcommands({}).size();
@@ -22,6 +27,11 @@ int main(int argc, char** argv) {
   add(g4::cli::AddDetokenizeCommand);
   add(g4::cli::AddBenchCommand);
   add(g4::cli::AddPerplexityCommand);
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  if (auto unknown = g4::cli::FindUnknownArgument(app, args)) {
+    std::fprintf(stderr, "%s\nRun with --help for more information.\n", unknown->c_str());
+    return static_cast<int>(CLI::ExitCodes::ExtrasError);
+  }
   CLI11_PARSE(app, argc, argv);
   for (auto& [sub, run] : commands) {
     if (sub->parsed()) return run();

@@ -29,6 +29,15 @@ struct MakeModelArgs {
       window = -1, shared = -1, ple_dim = -1;
 };
 
+// A checkpoint without a tokenizer runs from token ids only: say so when writing it.
+void LogWritten(const MakeModelArgs& a) {
+  LogInfo("wrote " + a.out);
+  if (a.tokenizer.empty()) {
+    LogWarning(a.out + " has no tokenizer: `g4 logits` and `g4 generate --ids` run it; `run`, "
+               "`serve` and text prompts need one (add --tokenizer PATH/tokenizer.json)");
+  }
+}
+
 // --format gguf: one file, tokenizer in its metadata; --quant names the GGUF tensor type.
 int RunGguf(MakeModelArgs& a) {
   SyntheticOptions& o = a.options;
@@ -57,7 +66,7 @@ int RunGguf(MakeModelArgs& a) {
   }
   const Status s = WriteSyntheticGguf(o, quant, tokenizer, a.out);
   if (!s.ok()) return Fail(s);
-  LogInfo("wrote " + a.out);
+  LogWritten(a);
   return 0;
 }
 
@@ -111,7 +120,7 @@ int Run(MakeModelArgs& a) {
     LogError(s.ToString());
     return 1;
   }
-  LogInfo("wrote " + a.out);
+  LogWritten(a);
   return 0;
 }
 

@@ -41,8 +41,8 @@ std::string FormatProfile(const DecodeProfile& p) {
   const double total = p.forward_seconds + p.sampling_seconds;
   std::string out;
   char line[160];
-  std::snprintf(line, sizeof line, "decode profile: %lld steps, %.2f ms/token, %.0f ops/token\n",
-                static_cast<long long>(p.steps), 1e3 * total / steps,
+  std::snprintf(line, sizeof line, "%s profile: %lld %s, %.2f ms/token, %.0f ops/token\n",
+                p.label, static_cast<long long>(p.steps), p.unit, 1e3 * total / steps,
                 static_cast<double>(p.ops->ops()) / steps);
   out += line;
   for (const Row& r : Rows(p)) {

@@ -20,6 +20,8 @@ struct DecodeProfile {
   int64_t steps = 0;              // decode forward passes profiled
   double forward_seconds = 0;     // their wall time
   double sampling_seconds = 0;    // token choice after each step (outside the forward)
+  const char* label = "decode";   // what a step is: "decode", or "prefill" (per prompt token)
+  const char* unit = "steps";
 };
 
 // Lines like "  matvec int4      61.20 ms/tok  58.1%  (245 calls/tok)".

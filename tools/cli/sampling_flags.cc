@@ -1,5 +1,6 @@
 #include "sampling_flags.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -23,6 +24,44 @@ void GenerationFlags::Register(CLI::App* app) {
   app->add_flag("--stop-on-degenerate", stop_on_degenerate, "Stop when a token loop is detected");
   app->add_option("--prefill-chunk", prefill_chunk, "Prompt tokens per prefill step");
   app->add_option("--context", context, "Context to reserve (0: prompt + max tokens)");
+  // Checked once parsing is done, so the message names the flag the user typed.
+  app->parse_complete_callback([this] {
+    if (const Status s = Validate(); !s.ok()) throw CLI::ValidationError(s.message());
+  });
+}
+
+Status GenerationFlags::Validate() const {
+  auto at_least = [](const char* flag, int64_t value, int64_t least) {
+    return value >= least ? Status::Ok()
+                          : InvalidArgument(std::string(flag) + " must be at least " +
+                                            std::to_string(least) + ", got " +
+                                            std::to_string(value));
+  };
+  G4_RETURN_IF_ERROR(at_least("--max-tokens", max_tokens, 1));
+  G4_RETURN_IF_ERROR(at_least("--prefill-chunk", prefill_chunk, 1));
+  G4_RETURN_IF_ERROR(at_least("--context", context, 0));
+  G4_RETURN_IF_ERROR(at_least("--seed", seed, -1));
+  SamplingParams p;
+  p.temperature = temperature;
+  p.top_k = top_k;
+  p.top_p = top_p;
+  p.min_p = min_p;
+  p.repetition_penalty = repetition_penalty;
+  p.presence_penalty = presence_penalty;
+  p.frequency_penalty = frequency_penalty;
+  Status s = p.Validate();
+  if (s.ok()) return s;
+  // The sampler names its fields ("SamplingParams.top_p must be ..."): say the flag instead.
+  std::string message = s.message();
+  const std::string prefix = "SamplingParams.";
+  if (message.rfind(prefix, 0) == 0) {
+    message = message.substr(prefix.size());
+    const size_t end = message.find(' ');
+    std::string field = message.substr(0, end);
+    std::replace(field.begin(), field.end(), '_', '-');
+    message = "--" + field + message.substr(end);
+  }
+  return InvalidArgument(message);
 }
 
 GenerationOptions GenerationFlags::ToOptions(const ModelInfo& model) const {

@@ -26,7 +26,9 @@ struct GenerationFlags {
   int context = 0;
   std::vector<std::string> stop;
 
+  // Registers the flags; a value out of range fails the parse with an error naming its flag.
   void Register(CLI::App* app);
+  Status Validate() const;
   // Options with the checkpoint's stop ids.
   GenerationOptions ToOptions(const ModelInfo& model) const;
 };
