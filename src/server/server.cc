@@ -383,6 +383,7 @@ void Server::Routes() {
 
   http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     if (!ready_.load()) return SendError(res, openai::Unavailable("the model is loading"));
+    if (draining_.load()) return SendError(res, openai::Unavailable("draining: shutting down"));
     res.set_content("{\"status\":\"ok\"}", "application/json");
   });
 

@@ -5,7 +5,9 @@
 // the client is gone (a failed write, or is_writable() turning false while waiting).
 //
 // The server listens before the model is ready: /health answers 503 until SetReady(), and
-// generation routes answer 503 "loading" until then.
+// generation routes answer 503 "loading" until then. Once SetDraining() is called (SIGTERM),
+// /health answers 503 "draining" again, so a load balancer or a readiness probe stops sending
+// work while the running requests finish.
 #pragma once
 
 #include <atomic>
@@ -64,6 +66,8 @@ class Server {
   void Start();
   // Installs the model and starts answering generation requests.
   void SetReady(ServingState state);
+  // /health turns 503 "draining"; the engine, shutting down, refuses new requests with 503.
+  void SetDraining() { draining_.store(true); }
   // Stops accepting connections and joins the listener (in-flight handlers return first).
   void Stop();
 
@@ -75,6 +79,7 @@ class Server {
   std::unique_ptr<DeadlineHttpServer> http_;
   ServingState state_;
   std::atomic<bool> ready_{false};
+  std::atomic<bool> draining_{false};
   int port_ = 0;
   std::thread listener_;
 };

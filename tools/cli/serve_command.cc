@@ -104,6 +104,7 @@ int Run(ServeArgs& a) {
   sigwait(&signals, &sig);
   LogInfo(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
           ": finishing in-flight requests (up to " + std::to_string(a.shutdown_grace_s) + " s)");
+  server.SetDraining();
   engine.Shutdown(std::chrono::seconds(a.shutdown_grace_s));
   server.Stop();
   LogInfo("stopped");

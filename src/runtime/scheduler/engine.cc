@@ -132,7 +132,9 @@ void Engine::Shutdown(std::chrono::milliseconds grace) {
   {
     std::unique_lock<std::mutex> lock(mu_);
     accepting_ = false;
-    cv_.wait_for(lock, grace, [this] { return waiting_.empty() && running_count_ == 0; });
+    cv_.wait_for(lock, grace, [this] {
+      return waiting_.empty() && admitting_ == 0 && running_count_ == 0;
+    });
     stop_ = true;
   }
   cv_.notify_all();
@@ -239,8 +241,13 @@ void Engine::Loop() {
         admitted.push_back(std::move(waiting_.front()));
         waiting_.pop_front();
       }
+      admitting_ = static_cast<int>(admitted.size());
     }
     Admit(admitted);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      admitting_ = 0;  // each is running now, or finished (counted either way)
+    }
     Step();
     UpdateStats();
   }
@@ -328,6 +335,8 @@ void Engine::Finish(Active& a, const std::string& reason) {
     kv_blocks_in_use_ = std::max<int64_t>(0, kv_blocks_in_use_ - static_cast<int64_t>(a.cache->num_blocks()));
     kv_bytes_in_use_ = std::max<int64_t>(0, kv_bytes_in_use_ - static_cast<int64_t>(a.cache->allocated_bytes()));
   }
+  // A draining Shutdown() waits for the last running request: wake it now, not at the grace's end.
+  cv_.notify_all();
   a.handle->Push(std::move(ev));
 }
 

@@ -115,6 +115,9 @@ class Engine {
   bool accepting_ = true;
   bool stop_ = false;
   int running_count_ = 0;
+  // Taken from waiting_ by the engine thread and not yet counted as running: a draining
+  // Shutdown() must not take the gap between the two for an empty engine.
+  int admitting_ = 0;
   size_t reserved_bytes_ = 0;
   int64_t kv_blocks_in_use_ = 0, kv_bytes_in_use_ = 0;
   StepGraphs::Stats decode_steps_;

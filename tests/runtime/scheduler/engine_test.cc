@@ -163,6 +163,25 @@ TEST_F(EngineTest, CancelledQueuedRequestIsDroppedWithoutRunning) {
   engine.Shutdown(0ms);
 }
 
+// Draining: Shutdown lets the running and queued requests finish and returns as soon as the
+// last one has, not at the end of its grace (a replica would hold its load balancer that long).
+TEST_F(EngineTest, ShutdownReturnsWhenTheLastRequestFinishes) {
+  EngineOptions eo = Options(1, 512);
+  Engine engine(*model_, backend_, nullptr, eo);
+  engine.Start();
+  auto running = engine.Submit(Request(10, 1, 12));
+  auto queued = engine.Submit(Request(10, 2, 12));
+  ASSERT_TRUE(running.ok() && queued.ok());
+  RequestEvent ev;
+  ASSERT_TRUE((*running)->Next(&ev, 30s));
+  const auto t0 = std::chrono::steady_clock::now();
+  engine.Shutdown(60s);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 20s);
+  EXPECT_EQ(Wait(**running).finish_reason, "length");
+  EXPECT_EQ(Wait(**queued).finish_reason, "length");  // accepted before the signal: it ran
+  EXPECT_FALSE(engine.Submit(Request(10, 3, 2)).ok());  // nothing new after
+}
+
 // Without graphs (the CPU backend) every decode step runs op by op, and the stats count each:
 // the warm-up's one full-batch step, then one per generated token after the first.
 TEST_F(EngineTest, DecodeStepsAreCountedByHowTheyRan) {

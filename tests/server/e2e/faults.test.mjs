@@ -234,6 +234,11 @@ test('SIGTERM under load: every stream ends cleanly, new requests are refused, e
     body: JSON.stringify({ model: 'tiny', prompt: 'late', max_tokens: 2 }),
   }).catch(() => null);
   if (late) assert.equal(late.status, 503, 'a request after SIGTERM must be refused');
+  const health = await fetch(own.url + '/health').catch(() => null);
+  if (health) {
+    assert.equal(health.status, 503, 'a draining server must fail its readiness probe');
+    assert.match((await health.json()).error.message, /draining/);
+  }
   const results = await Promise.all(streams.map((p) => p.catch((e) => ({ thrown: String(e) }))));
   for (const [i, r] of results.entries()) {
     assert.equal(r.thrown, undefined, `stream ${i} broke: ${r.thrown}`);

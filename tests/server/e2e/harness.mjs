@@ -84,14 +84,16 @@ export function memoryKiB(pid) {
 }
 
 // One streaming completion over fetch, parsing SSE by hand so each token's arrival is timed.
-// Resolves { status, text, tokens, ttftMs, gapsMs, done, error } (status 503: refused).
+// Resolves { status, text, tokens (text chunks), ttftMs, gapsMs, done, error, finishReason, headers }
+// (status 503: refused).
 export async function streamCompletion(url, body, { signal } = {}) {
   const t0 = performance.now();
   const r = await fetch(url + '/v1/completions', {
     method: 'POST', headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ ...body, stream: true }), signal,
   });
-  const out = { status: r.status, text: '', tokens: 0, ttftMs: null, gapsMs: [], done: false, error: null };
+  const out = { status: r.status, text: '', tokens: 0, ttftMs: null, gapsMs: [], done: false, error: null,
+                finishReason: null, headers: r.headers };
   if (r.status !== 200) {
     out.error = await r.text();
     return out;
@@ -110,6 +112,7 @@ export async function streamCompletion(url, body, { signal } = {}) {
       const chunk = JSON.parse(data);
       if (chunk.error) { out.error = chunk.error.message; continue; }
       const c = chunk.choices?.[0];
+      if (c?.finish_reason) out.finishReason = c.finish_reason;
       if (!c || c.finish_reason) continue;
       const now = performance.now();
       if (last === null) out.ttftMs = now - t0; else out.gapsMs.push(now - last);
