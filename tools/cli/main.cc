@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   add(g4::cli::AddDetokenizeCommand);
   add(g4::cli::AddBenchCommand);
   add(g4::cli::AddPerplexityCommand);
+  add(g4::cli::AddPullCommand);
   CLI11_PARSE(app, argc, argv);
   for (auto& [sub, run] : commands) {
     if (sub->parsed()) return run();
