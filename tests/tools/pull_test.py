@@ -6,6 +6,7 @@ against huggingface_hub itself (.venv-test) on the same cache, both ways:
     g4 logits --model ORG/NAME offline gives the logits of the local checkpoint;
   * huggingface_hub downloads, then g4 logits --model ORG/NAME offline runs from its cache;
   * --revision (a tag: refs/v1), --include, a second pull downloads nothing;
+  * a GGUF repo: its only .gguf is the model, several need ORG/NAME:FILE.gguf;
   * a download cut half way is resumed with a Range request; corrupt bytes (wrong sha256) are
     refused and removed; 404 and 401 name the repo (401 says HF_TOKEN), HF_TOKEN opens the
     gated repo; HF_HUB_OFFLINE=1 makes no request; an unreachable hub is a network error;
@@ -68,13 +69,23 @@ def run_tests(g4, tmp, procs):
                    for d, _, ns in os.walk(model) for n in ns)
     check("model.safetensors" in files and "config.json" in files, f"checkpoint: {files}")
 
+    # A GGUF repo with two quantizations: --model needs :FILE.gguf to pick one.
+    gguf_repo = os.path.join(tmp, "gguf")
+    os.makedirs(gguf_repo)
+    for quant in ("f32", "q8_0"):
+        out = os.path.join(gguf_repo, f"tiny-{quant}.gguf")
+        r = subprocess.run([g4, "make-model", "--preset", "tiny", "--seed", "3", "--format",
+                            "gguf", "--quant", quant, "--out", out], capture_output=True, text=True)
+        check(r.returncode == 0, f"make-model --format gguf: {r.stderr}")
+
     log = os.path.join(tmp, "hub.log")
     hub = subprocess.Popen([sys.executable, os.path.join(HERE, "fake_hub.py"), "--log", log,
                             "--token", "secret", "--repo", f"org/tiny={model}",
                             "--repo", f"org/gated={model},gated",
                             "--repo", f"org/flaky={model},flaky",
                             "--repo", f"org/corrupt={model},corrupt",
-                            "--repo", f"org/slow={model},slow"],
+                            "--repo", f"org/slow={model},slow",
+                            "--repo", f"org/tiny-GGUF={gguf_repo}"],
                            stdout=subprocess.PIPE, text=True)
     procs.append(hub)
     line = hub.stdout.readline()
@@ -157,6 +168,21 @@ def run_tests(g4, tmp, procs):
     check(got == expected, "logits from huggingface_hub's cache differ")
     check(hf.stdout.strip() in err, f"not huggingface_hub's snapshot: {err}")
 
+    # GGUF: several files need :FILE.gguf; --include fetches one.
+    r = g4_run(["pull", "org/tiny-GGUF", "--include", "*q8_0.gguf", "--quiet"], env("c9"))
+    check(r.returncode == 0 and os.listdir(r.stdout.strip()) == ["tiny-q8_0.gguf"],
+          f"pull --include '*q8_0.gguf': {r.stderr}")
+    gguf_local, _ = logits(os.path.join(gguf_repo, "tiny-q8_0.gguf"), base, "gguf_local.f32")
+    got, _ = logits("org/tiny-GGUF", offline("c9"), "gguf_one.f32")  # the only .gguf there
+    check(got == gguf_local, "logits of the only .gguf differ")
+    r = g4_run(["pull", "org/tiny-GGUF", "--quiet"], env("c9"))
+    check(r.returncode == 0, f"pull org/tiny-GGUF: {r.stderr}")
+    r = g4_run(["logits", "--model", "org/tiny-GGUF", "--ids", "2"], offline("c9"))
+    check(r.returncode == 1 and "tiny-f32.gguf, tiny-q8_0.gguf" in r.stderr and
+          "org/tiny-GGUF:FILE.gguf" in r.stderr, f"several .gguf: {r.stderr}")
+    got, _ = logits("org/tiny-GGUF:tiny-q8_0.gguf", offline("c9"), "gguf_pick.f32")
+    check(got == gguf_local, "logits of org/tiny-GGUF:tiny-q8_0.gguf differ")
+
     # --include: only what matches.
     r = g4_run(["pull", "org/tiny", "--include", "*.json", "--quiet"], env("c3"))
     check(r.returncode == 0, f"pull --include: {r.stderr}")
@@ -219,8 +245,9 @@ def run_tests(g4, tmp, procs):
                base)
     check(r.returncode == 1 and "expected a checkpoint directory" in r.stderr and
           ".gguf file" in r.stderr, f".safetensors as --model: {r.stderr}")
-    r = g4_run(["logits", "--model", "org/absent", "--ids", "2"], offline("c1"))
-    check(r.returncode == 1 and "g4 pull org/absent" in r.stderr, f"not cached: {r.stderr}")
+    for cmd in (["logits", "--ids", "2"], ["tokenize", "--text", "hi"]):
+        r = g4_run(cmd + ["--model", "org/absent"], offline("c1"))
+        check(r.returncode == 1 and "g4 pull org/absent" in r.stderr, f"not cached: {r.stderr}")
 
 
 if __name__ == "__main__":
