@@ -1,6 +1,9 @@
 #include "hub/pull.h"
 
+#include <fcntl.h>
 #include <fnmatch.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -186,6 +189,30 @@ StatusOr<FileMetadata> Head(const std::string& commit, const RepoFile& file,
   }
 }
 
+// The lock huggingface_hub's FileLock takes on .locks/<repo>/<etag>.lock (flock): one writer of
+// a blob at a time, whichever tool it is.
+class BlobLock {
+ public:
+  static StatusOr<std::unique_ptr<BlobLock>> Take(const std::string& path,
+                                                  const std::string& what) {
+    std::error_code ec;
+    fs::create_directories(fs::path(path).parent_path(), ec);
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0664);
+    if (fd < 0) return IoError("cannot open the lock " + path);
+    std::unique_ptr<BlobLock> lock(new BlobLock(fd));
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      LogInfo(what + ": waiting for another download of it (" + path + ")");
+      if (::flock(fd, LOCK_EX) != 0) return IoError("cannot lock " + path);
+    }
+    return lock;
+  }
+  ~BlobLock() { ::close(fd_); }  // closing releases the flock
+
+ private:
+  explicit BlobLock(int fd) : fd_(fd) {}
+  int fd_;
+};
+
 uint64_t FileSize(const std::string& path) {
   std::error_code ec;
   const auto n = fs::file_size(path, ec);
@@ -331,6 +358,7 @@ StatusOr<PullResult> Pull(const PullOptions& o) {
       return DataLoss(what + ": the listing's sha256 " + sha256 + " is not its ETag " + m.etag);
     }
     const std::string blob = cache.BlobPath(m.etag);
+    G4_ASSIGN_OR_RETURN(const auto lock, BlobLock::Take(cache.LockPath(m.etag), what));
     std::error_code ec;
     if (fs::is_regular_file(blob, ec) && FileSize(blob) == size) {
       ++result.already_cached;

@@ -104,8 +104,9 @@ std::string RepoFolderName(const std::string& repo_id) {
 }
 
 HubRepoCache::HubRepoCache(std::string cache_dir, std::string repo_id)
-    : repo_id_(std::move(repo_id)),
-      folder_((fs::path(cache_dir) / RepoFolderName(repo_id_)).string()) {}
+    : cache_dir_(std::move(cache_dir)),
+      repo_id_(std::move(repo_id)),
+      folder_((fs::path(cache_dir_) / RepoFolderName(repo_id_)).string()) {}
 
 std::string HubRepoCache::RefPath(const std::string& revision) const {
   return folder_ + "/refs/" + revision;
@@ -115,6 +116,9 @@ std::string HubRepoCache::BlobPath(const std::string& etag) const {
 }
 std::string HubRepoCache::SnapshotDir(const std::string& commit) const {
   return folder_ + "/snapshots/" + commit;
+}
+std::string HubRepoCache::LockPath(const std::string& etag) const {
+  return (fs::path(cache_dir_) / ".locks" / RepoFolderName(repo_id_) / (etag + ".lock")).string();
 }
 
 StatusOr<std::string> HubRepoCache::ResolveCommit(const std::string& revision) const {

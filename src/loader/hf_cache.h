@@ -4,6 +4,7 @@
 //   <cache>/models--ORG--NAME/refs/<revision>             the commit a branch or tag names
 //   <cache>/models--ORG--NAME/snapshots/<commit>/<file>   relative symlink to ../../blobs/<etag>
 //   <cache>/models--ORG--NAME/blobs/<etag>                the bytes (LFS files: their sha256)
+//   <cache>/.locks/models--ORG--NAME/<etag>.lock          flock()ed while a blob is written
 //
 // <cache> is HF_HUB_CACHE, else HUGGINGFACE_HUB_CACHE, else HF_HOME/hub, else
 // XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub (huggingface_hub's constants.py).
@@ -50,6 +51,7 @@ class HubRepoCache {
   std::string RefPath(const std::string& revision) const;
   std::string BlobPath(const std::string& etag) const;
   std::string SnapshotDir(const std::string& commit) const;
+  std::string LockPath(const std::string& etag) const;
 
   // The commit `revision` stands for: a commit hash itself, else refs/<revision>'s content.
   // NotFound names the repo, the revision and the cache folder.
@@ -61,6 +63,7 @@ class HubRepoCache {
                           const std::string& etag) const;
 
  private:
+  std::string cache_dir_;
   std::string repo_id_;
   std::string folder_;
 };

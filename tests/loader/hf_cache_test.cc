@@ -110,6 +110,7 @@ TEST(HfCache, SnapshotLinksAreRelativeIntoBlobs) {
   std::getline(f, text);
   EXPECT_EQ(text, "bytes of sub/dir/x.json");
   EXPECT_EQ(repo.folder(), tmp.path() + "/models--org--ckpt");
+  EXPECT_EQ(repo.LockPath("aaa"), tmp.path() + "/.locks/models--org--ckpt/aaa.lock");
 }
 
 TEST(HfCache, ResolvesBranchTagAndCommitToTheCheckpointFolder) {

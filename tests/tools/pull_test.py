@@ -7,6 +7,7 @@ against huggingface_hub itself (.venv-test) on the same cache, both ways:
   * huggingface_hub downloads, then g4 logits --model ORG/NAME offline runs from its cache;
   * --revision (a tag: refs/v1), --include, a second pull downloads nothing;
   * a GGUF repo: its only .gguf is the model, several need ORG/NAME:FILE.gguf;
+  * g4 waits for huggingface_hub's lock on a blob;
   * a download cut half way is resumed with a Range request; corrupt bytes (wrong sha256) are
     refused and removed; 404 and 401 name the repo (401 says HF_TOKEN), HF_TOKEN opens the
     gated repo; HF_HUB_OFFLINE=1 makes no request; an unreachable hub is a network error;
@@ -23,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -204,6 +206,24 @@ def run_tests(g4, tmp, procs):
     check(f"GET /_lfs/org/flaky/{sha} bytes={part}- -" in requests(), "no Range request on resume")
     check(not os.path.exists(blob + ".incomplete") and
           hashlib.sha256(open(blob, "rb").read()).hexdigest() == sha, "resumed blob")
+
+    # huggingface_hub's own lock on the blob (filelock on .locks/<repo>/<etag>.lock) makes g4
+    # wait until it is released.
+    from filelock import FileLock
+    lock = FileLock(os.path.join(tmp, "c10", ".locks", "models--org--tiny", f"{sha}.lock"))
+    lock.acquire()
+    err_path = os.path.join(tmp, "locked.err")
+    with open(err_path, "w") as err_file:
+        p = subprocess.Popen([g4, "pull", "org/tiny"], stdout=subprocess.DEVNULL, stderr=err_file,
+                             env=env("c10"))
+        procs.append(p)
+        for _ in range(200):
+            if "waiting for another download" in open(err_path).read() or p.poll() is not None:
+                break
+            time.sleep(0.05)
+        check(p.poll() is None, f"g4 pull did not wait for the lock: {open(err_path).read()}")
+        lock.release()
+        check(p.wait(timeout=60) == 0, f"pull after the lock: {open(err_path).read()}")
 
     # Wrong bytes: refused, nothing left behind.
     r = g4_run(["pull", "org/corrupt"], env("c5"))
