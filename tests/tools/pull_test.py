@@ -186,12 +186,13 @@ def run_tests(g4, tmp, procs):
     check(got == gguf_local, "logits of org/tiny-GGUF:tiny-q8_0.gguf differ")
 
     # --include: only what matches.
-    r = g4_run(["pull", "org/tiny", "--include", "*.json", "--quiet"], env("c3"))
+    r = g4_run(["pull", "org/tiny", "--include", "*.json", "extra/", "--quiet"], env("c3"))
     check(r.returncode == 0, f"pull --include: {r.stderr}")
     snap3 = r.stdout.strip()
     got_files = sorted(os.path.relpath(os.path.join(d, n), snap3)
                        for d, _, ns in os.walk(snap3) for n in ns)
-    check(got_files == [f for f in files if f.endswith(".json")], f"--include: {got_files}")
+    want = [f for f in files if f.endswith(".json") or f.startswith("extra/")]
+    check(got_files == want, f"--include: {got_files}, not {want}")
 
     # A download cut half way: kept as .incomplete, resumed with Range.
     blob = os.path.join(tmp, "c4", "models--org--flaky", "blobs", sha)

@@ -50,8 +50,7 @@ RunFn AddPullCommand(CLI::App& app) {
   sub->add_option("repo", a->repo_id, "Repo id ORG/NAME")->required();
   sub->add_option("--revision", a->revision, "Branch, tag or commit (default main)");
   sub->add_option("--include", a->include,
-                  "Only files matching these globs (e.g. '*.json' '*Q4_0.gguf'); default all")
-      ->take_all();
+                  "Only files matching these globs (e.g. '*.json' '*Q4_0.gguf'); default all");
   sub->add_flag("--quiet", a->quiet, "No progress lines");
   return [a] { return RunPull(*a); };
 }
