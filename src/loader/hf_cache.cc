@@ -186,7 +186,7 @@ StatusOr<std::string> ResolveModelPath(const std::string& model, const std::stri
     return model;
   }
   auto ref = ParseHubRef(model);
-  if (!ref.ok()) {
+  if (!ref.ok() || model.ends_with(".safetensors")) {
     return NotFound("--model " + model + ": no such file or directory (and not a Hugging Face "
                     "repo id ORG/NAME[:FILE.gguf])");
   }

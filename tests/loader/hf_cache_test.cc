@@ -207,6 +207,9 @@ TEST(HfCache, ASafetensorsFileIsNotACheckpoint) {
   EXPECT_THAT(p.status().ToString(), HasSubstr("expected a checkpoint directory"));
   EXPECT_THAT(p.status().ToString(), HasSubstr(".gguf file"));
   EXPECT_THAT(p.status().ToString(), HasSubstr(tmp.File("m")));
+  p = ResolveModelPath("m/model.safetensors", "", tmp.path());  // absent: not a repo id either
+  ASSERT_FALSE(p.ok());
+  EXPECT_THAT(p.status().ToString(), HasSubstr("no such file or directory"));
 }
 
 }  // namespace
