@@ -5,6 +5,8 @@ find_package(hwy REQUIRED)
 # Debian's cpp-httplib ships a compiled library with a pkg-config file, no CMake config.
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+# libcurl4-openssl-dev: g4 pull's HTTPS client (CMake's own FindCURL module).
+find_package(CURL REQUIRED)
 find_package(CLI11 QUIET CONFIG)
 if(NOT TARGET CLI11::CLI11)
   # Debian's libcli11-dev is header-only; make an interface target if no config was found.

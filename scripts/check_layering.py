@@ -27,6 +27,7 @@ RULES = [
     ("src/core/", ["core"]),
     ("src/loader/", ["core", "loader"]),
     ("src/tokenizer/", ["core", "loader", "tokenizer"]),
+    ("src/hub/", ["core", "loader", "hub"]),
     ("src/kernels/ref/", ["core", "ops", "kernels/ref"]),
     ("src/kernels/cpu/", ["core", "ops", "kernels/cpu", "hwy"]),  # Highway's own quotes
     ("src/kernels/cuda/", ["core", "ops", "kernels/cuda", "kernels/cpu", "kernels/ref"]),
@@ -41,7 +42,7 @@ RULES = [
     ("src/runtime/", ["core", "ops", "tokenizer", "runtime"] + MODEL_API),
     ("src/server/", ["core", "loader/json_file.h", "tokenizer", "runtime", "server"]),
     # Front ends: the interface and the registry; only make-model writes Gemma 4 checkpoints.
-    ("tools/", ["core", "loader", "ops", "tokenizer", "runtime", "server"] + MODEL_API),
+    ("tools/", ["core", "loader", "hub", "ops", "tokenizer", "runtime", "server"] + MODEL_API),
     ("tools/cli/make_model_command.cc", ["core", "loader", "tokenizer", "model/gemma4/synthetic.h"]),
 ]
 # System headers that must stay out of the device-independent layers.

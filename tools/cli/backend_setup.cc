@@ -1,14 +1,18 @@
 #include "backend_setup.h"
 
 #include "core/log.h"
+#include "loader/hf_cache.h"
 #include "model/registry.h"
 
 namespace g4::cli {
 
 void AddModelOptions(CLI::App* sub, ModelFlags* flags) {
   sub->add_option("--model", flags->path,
-                  "Checkpoint directory (config.json, safetensors, tokenizer.json) or .gguf file")
+                  "Checkpoint directory (config.json, safetensors, tokenizer.json), .gguf file, "
+                  "or ORG/NAME[:FILE.gguf] in the Hugging Face cache (see g4 pull)")
       ->required();
+  sub->add_option("--revision", flags->revision,
+                  "Branch, tag or commit of --model ORG/NAME in the cache (default main)");
   sub->add_option("--backend", flags->backend, "cpu (SIMD, threaded), ref (scalar oracle) or cuda");
   sub->add_option("--threads", flags->threads, "Threads for the cpu backend (0: all cores)");
   sub->add_option("--head", flags->head,
@@ -41,10 +45,17 @@ StatusOr<LoadOptions> LoadOptionsFor(const ModelFlags& flags, const Backend& bac
   return options;
 }
 
+StatusOr<std::string> ResolveModelFlag(const ModelFlags& flags) {
+  G4_ASSIGN_OR_RETURN(std::string path, ResolveModelPath(flags.path, flags.revision));
+  if (path != flags.path) LogInfo("model " + flags.path + ": " + path);
+  return path;
+}
+
 StatusOr<LoadedModel> LoadModelLogged(const ModelFlags& flags, const Backend& backend) {
   G4_ASSIGN_OR_RETURN(const LoadOptions options, LoadOptionsFor(flags, backend));
   LoadedModel m;
-  G4_ASSIGN_OR_RETURN(m.checkpoint, Checkpoint::Open(flags.path));
+  G4_ASSIGN_OR_RETURN(const std::string path, ResolveModelFlag(flags));
+  G4_ASSIGN_OR_RETURN(m.checkpoint, Checkpoint::Open(path));
   G4_ASSIGN_OR_RETURN(m.model, LoadCausalLM(m.checkpoint, options));
   LogInfo("model architecture=" + m.model->info().architecture +
           " weights=" + WeightDTypes(*m.model) + " head=" + StorageName(m.model->lm_head()));

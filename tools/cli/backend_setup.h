@@ -21,14 +21,15 @@ namespace g4::cli {
 
 // The options every model command shares.
 struct ModelFlags {
-  std::string path;             // --model: a checkpoint directory or a .gguf file
+  std::string path;             // --model: a checkpoint directory, a .gguf file or ORG/NAME
+  std::string revision = "main";  // --revision: of ORG/NAME in the Hugging Face cache
   std::string backend = "cpu";  // --backend
   std::string head = "auto";    // --head
   int threads = 0;              // --threads
   std::string matvec = "exact";  // --matvec
 };
 
-// Registers --model (required), --backend, --threads, --head and --matvec.
+// Registers --model (required), --revision, --backend, --threads, --head and --matvec.
 void AddModelOptions(CLI::App* sub, ModelFlags* flags);
 
 // Parses `name` (cpu, ref, cuda), creates the backend and logs "device policy: ...". The error
@@ -45,6 +46,10 @@ struct LoadedModel {
 
 // The load options --head and the backend imply (a device keeps the stored head for "auto").
 StatusOr<LoadOptions> LoadOptionsFor(const ModelFlags& flags, const Backend& backend);
+
+// --model as a local path: itself, or ORG/NAME[:FILE.gguf] found in the Hugging Face cache
+// (loader/hf_cache.h; never the network).
+StatusOr<std::string> ResolveModelFlag(const ModelFlags& flags);
 
 // Opens --model, loads its architecture's model for `backend` and logs
 // "model architecture=gemma3 weights=q5_0+q8_0+f32 head=q8_0".

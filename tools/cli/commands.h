@@ -20,5 +20,6 @@ RunFn AddTokenizeCommand(CLI::App& app);
 RunFn AddDetokenizeCommand(CLI::App& app);
 RunFn AddBenchCommand(CLI::App& app);
 RunFn AddPerplexityCommand(CLI::App& app);
+RunFn AddPullCommand(CLI::App& app);
 
 }  // namespace g4::cli

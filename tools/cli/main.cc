@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   add(g4::cli::AddDetokenizeCommand);
   add(g4::cli::AddBenchCommand);
   add(g4::cli::AddPerplexityCommand);
+  add(g4::cli::AddPullCommand);
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (auto unknown = g4::cli::FindUnknownArgument(app, args)) {
     std::fprintf(stderr, "%s\nRun with --help for more information.\n", unknown->c_str());

@@ -11,6 +11,7 @@
 #include "backend_setup.h"
 #include "commands.h"
 #include "core/log.h"
+#include "loader/hf_cache.h"
 #include "runtime/grammar/grammar.h"
 #include "runtime/scheduler/engine.h"
 #include "server/metrics.h"
@@ -69,9 +70,13 @@ int Run(ServeArgs& a) {
   state.tokenizer = tokenizer->get();
   state.chat_style = *style;
   state.created = openai::UnixNow();
-  state.defaults.model_name = a.served_name.empty()
-                                  ? std::filesystem::path(a.model.path).filename().string()
-                                  : a.served_name;
+  // A repo id is served under its own name (ORG/NAME), a local path under its last part.
+  std::error_code ec;
+  const bool repo_id = LooksLikeHubRef(a.model.path) && !std::filesystem::exists(a.model.path, ec);
+  state.defaults.model_name =
+      !a.served_name.empty() ? a.served_name
+      : repo_id              ? a.model.path
+                             : std::filesystem::path(a.model.path).filename().string();
   if (state.defaults.model_name.empty()) state.defaults.model_name = "g4";
   state.defaults.max_model_len = a.engine.ctx_size;
   state.defaults.sampling = GenerationDefaults(*session->loaded.checkpoint);
@@ -120,7 +125,8 @@ RunFn AddServeCommand(CLI::App& app) {
   sub->add_option("--host", a->server.host, "Address to bind (default 127.0.0.1)");
   sub->add_option("--port", a->server.port, "Port (0: any free port)");
   sub->add_option("--api-key", a->server.api_key, "Require 'Authorization: Bearer KEY'");
-  sub->add_option("--served-model-name", a->served_name, "Model name (default: the folder name)");
+  sub->add_option("--served-model-name", a->served_name,
+                  "Model name (default: the folder name, or ORG/NAME)");
   sub->add_option("--ctx-size", a->engine.ctx_size, "Most tokens per sequence");
   sub->add_option("--max-batch", a->engine.max_batch, "Sequences decoded together");
   sub->add_option("--max-waiting", a->engine.max_waiting, "Queued requests before 503");

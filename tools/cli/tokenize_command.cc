@@ -17,6 +17,7 @@
 #include "commands.h"
 #include "core/log.h"
 #include "loader/gguf.h"
+#include "loader/hf_cache.h"
 #include "loader/json_file.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/gguf_vocab.h"
@@ -65,6 +66,7 @@ double Ms(Clock::time_point a, Clock::time_point b) {
 
 struct TokenizeOptions {
   std::string model;
+  std::string revision = "main";
   std::string text;
   std::string file;
   std::string chat;
@@ -188,6 +190,7 @@ int RunTokenize(const TokenizeOptions& o) {
 
 struct DetokenizeOptions {
   std::string model;
+  std::string revision = "main";
   std::string ids;
   std::string batch;
   bool skip_special = false;
@@ -253,12 +256,28 @@ int RunDetokenize(const DetokenizeOptions& o) {
   return 0;
 }
 
+// --model ORG/NAME[:FILE.gguf] (--revision) as the cached snapshot path; a local path as is.
+template <typename Options>
+void AddModelFlags(CLI::App* sub, Options* o) {
+  sub->add_option("--model", o->model,
+                  "Checkpoint directory, tokenizer.json, .gguf file or ORG/NAME[:FILE.gguf] in "
+                  "the Hugging Face cache")
+      ->required();
+  sub->add_option("--revision", o->revision, "Branch, tag or commit of --model ORG/NAME");
+}
+
+template <typename Options>
+Status ResolveModel(Options* o) {
+  G4_ASSIGN_OR_RETURN(o->model, ResolveModelPath(o->model, o->revision));
+  return Status::Ok();
+}
+
 }  // namespace
 
 RunFn AddTokenizeCommand(CLI::App& app) {
   auto o = std::make_shared<TokenizeOptions>();
   CLI::App* sub = app.add_subcommand("tokenize", "Print the token ids of a text as a JSON array");
-  sub->add_option("--model", o->model, "Checkpoint directory, tokenizer.json or .gguf file")->required();
+  AddModelFlags(sub, o.get());
   sub->add_option("--text", o->text, "The text");
   sub->add_option("--file", o->file, "Read the text from this file (bytes as they are)");
   sub->add_option("--chat", o->chat,
@@ -275,19 +294,25 @@ RunFn AddTokenizeCommand(CLI::App& app) {
                 "--chat: print the rendered prompt text instead of its ids");
   sub->add_flag("--bench", o->bench,
                 "Print load time and encoding speed (JSON) for the text instead of the ids");
-  return [o] { return RunTokenize(*o); };
+  return [o] {
+    const Status s = ResolveModel(o.get());
+    return s.ok() ? RunTokenize(*o) : Fail(s);
+  };
 }
 
 RunFn AddDetokenizeCommand(CLI::App& app) {
   auto o = std::make_shared<DetokenizeOptions>();
   CLI::App* sub = app.add_subcommand("detokenize", "Print the text of token ids");
-  sub->add_option("--model", o->model, "Checkpoint directory, tokenizer.json or .gguf file")->required();
+  AddModelFlags(sub, o.get());
   sub->add_option("--ids", o->ids, "Token ids: 1,2,3 or [1,2,3]");
   sub->add_option("--batch", o->batch,
                   "JSON array of id arrays; prints a JSON array of strings (invalid UTF-8 as U+FFFD)");
   sub->add_flag("--skip-special", o->skip_special,
                 "Leave out special tokens (tool and channel markers stay)");
-  return [o] { return RunDetokenize(*o); };
+  return [o] {
+    const Status s = ResolveModel(o.get());
+    return s.ok() ? RunDetokenize(*o) : Fail(s);
+  };
 }
 
 }  // namespace g4::cli
