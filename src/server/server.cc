@@ -309,6 +309,12 @@ Server::Server(ServerOptions options, Metrics* metrics)
                                                  TimeoutResponse(options_))) {
   const size_t max_threads = static_cast<size_t>(std::max(8, options_.max_http_threads));
   http_->new_task_queue = [max_threads] { return new ElasticTaskQueue(4, max_threads); };
+  // SO_REUSEADDR only: httplib's default also sets SO_REUSEPORT, with which a second server on
+  // the same port binds too and silently shares the connections instead of failing.
+  http_->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   http_->set_tcp_nodelay(true);  // without it every SSE chunk can sit ~40 ms (Nagle)
   http_->set_keep_alive_max_count(1000);
   // Idle keep-alive connections hold an HTTP thread, and Stop() waits for them: keep it short.
@@ -322,6 +328,11 @@ Server::Server(ServerOptions options, Metrics* metrics)
 Server::~Server() { Stop(); }
 
 Status Server::Bind() {
+  // httplib would truncate the port to 16 bits and listen on another one.
+  if (options_.port < 0 || options_.port > 65535) {
+    return InvalidArgument("port " + std::to_string(options_.port) +
+                           " is outside 0..65535 (0: any free port)");
+  }
   if (options_.port == 0) {
     port_ = http_->bind_to_any_port(options_.host);
     if (port_ <= 0) return IoError("cannot bind " + options_.host + " to any port");

@@ -193,6 +193,33 @@ TEST_F(HttpServerTest, ConcurrentStreamsWithADepartingClientAndAMetricsPoller) {
   EXPECT_EQ(st.kv_bytes_in_use, 0);
 }
 
+// A second server on a port a g4 server holds fails with the address (without SO_REUSEPORT),
+// instead of binding too and silently taking half of the connections.
+TEST_F(HttpServerTest, ASecondServerOnTheSamePortFailsToBind) {
+  Metrics metrics("second");
+  ServerOptions so;
+  so.port = server_->port();
+  Server second(so, &metrics);
+  const Status st = second.Bind();
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(st.message(),
+              ::testing::HasSubstr("cannot bind 127.0.0.1:" + std::to_string(server_->port())));
+}
+
+// A port past 16 bits is refused, not truncated to another port.
+TEST_F(HttpServerTest, APortOutsideSixteenBitsIsRefused) {
+  Metrics metrics("wide");
+  for (int port : {65536, 99999, -1}) {
+    ServerOptions so;
+    so.port = port;
+    Server s(so, &metrics);
+    const Status st = s.Bind();
+    ASSERT_FALSE(st.ok()) << port;
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(st.message(), ::testing::HasSubstr(std::to_string(port) + " is outside 0..65535"));
+  }
+}
+
 // A route's own 404 (an unknown model) keeps its message; only an unrouted path is "no route".
 TEST_F(HttpServerTest, NotFoundSaysWhatWasNotFound) {
   httplib::Client cli("127.0.0.1", server_->port());

@@ -46,6 +46,10 @@ SamplingParams GenerationDefaults(const Checkpoint& checkpoint) {
 
 int Run(ServeArgs& a) {
   auto fail = LogFailure;
+  if (a.server.port < 0 || a.server.port > 65535) {  // checked before the model is read
+    return fail(InvalidArgument("--port " + std::to_string(a.server.port) +
+                                " is outside 0..65535 (0: any free port)"));
+  }
   // Signals go to the waiting main thread only (blocked before any thread starts).
   sigset_t signals;
   sigemptyset(&signals);
