@@ -359,9 +359,18 @@ test('a second g4 serve on a port g4 holds fails to bind, naming the address', a
   const proc = spawn(G4, ['serve', '--model', join(dir, 'model'), '--port', port],
                      { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
-  proc.stderr.on('data', (d) => { log += d; });
-  const code = await new Promise((resolve) => proc.on('exit', (c) => resolve(c)));
-  assert.notEqual(code, 0, log);
+  // Either it exits, or it says it listens (shares the port): then it is stopped and fails.
+  const listening = new Promise((resolve) => proc.stderr.on('data', (d) => {
+    log += d;
+    if (/listening on/.test(log)) resolve('listening');
+  }));
+  const exited = new Promise((resolve) => proc.on('exit', (c) => resolve(c)));
+  const first = await Promise.race([listening, exited]);
+  if (first === 'listening') {
+    proc.kill('SIGKILL');
+    assert.fail(`a second server started on port ${port}:\n${log}`);
+  }
+  assert.notEqual(first, 0, log);
   assert.match(log, new RegExp(`cannot bind 127\\.0\\.0\\.1:${port}`));
   assert.equal((await fetch(base + '/health')).status, 200);
 });
