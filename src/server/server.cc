@@ -253,7 +253,9 @@ class Generation {
         c.output.Feed(r.text, &d);
         c.output.Finish(&d);
         choice.text = std::move(d.content);
-        if (!d.reasoning.empty() && req_.include_reasoning) choice.reasoning = std::move(d.reasoning);
+        if (!d.reasoning.empty() && req_.include_reasoning) {
+          choice.reasoning = std::move(d.reasoning);
+        }
         choice.tool_calls = c.output.tool_calls();
       } else {
         choice.text = (req_.echo && !req_.prompt_is_ids ? req_.prompt_text : "") + r.text;
