@@ -86,6 +86,7 @@ Sequence::Step Sequence::Accept(std::span<const float> logits, bool room) {
     result_.finish_reason = "stop";
   } else if (loop_check_.tripped() && options_.stop_on_degenerate) {
     result_.finish_reason = "degenerate";
+    step.text += stop_.Flush();  // as for "length": no stop string came, the text is the answer
   } else if (static_cast<int>(result_.tokens.size()) >= options_.max_tokens || !room) {
     result_.finish_reason = "length";
     step.text += stop_.Flush();  // text held back for a stop string that never came

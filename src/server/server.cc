@@ -76,18 +76,19 @@ std::string ApiFinishReason(const std::string& reason, bool tool_calls) {
   return tool_calls ? "tool_calls" : "stop";  // "degenerate" stops like a stop string
 }
 
-// One generation request, from parsed body to the last byte written.
+// One generation request, from parsed body to the last byte written: `n` choices, each a
+// sequence of its own in the engine (an independent sample of the same prompt).
 class Generation {
  public:
   Generation(const ServingState& s, Metrics* m, ParsedRequest req)
-      : s_(s), metrics_(m), req_(std::move(req)), output_(req_.constraints.parse_tool_calls()) {
+      : s_(s), metrics_(m), req_(std::move(req)) {
     chat_ = req_.kind == ParsedRequest::Kind::kChat;
     meta_.id = openai::NewRequestId(chat_ ? "chatcmpl-" : "cmpl-");
     meta_.created = openai::UnixNow();
     meta_.model = s.defaults.model_name;
   }
 
-  // Tokenizes, checks the context and submits; on failure fills *error.
+  // Tokenizes, checks the context and submits every choice; on failure fills *error.
   bool Submit(ApiError* error) {
     if (chat_) {
       ChatOptions co;
@@ -111,6 +112,9 @@ class Generation {
     } else {
       prompt_ = s_.tokenizer->Encode(req_.prompt_text, EncodeOptions{true, true});
     }
+    if (auto e = openai::ValidateLogitBias(req_, s_.engine->model_info().vocab_size)) {
+      return Fail(*e, error);
+    }
     auto max_tokens = openai::ResolveMaxTokens(req_, static_cast<int64_t>(prompt_.size()),
                                                s_.defaults.max_model_len);
     if (!max_tokens.ok()) return Fail(max_tokens.error(), error);
@@ -121,6 +125,7 @@ class Generation {
     er.options.stop_ids = req_.stop_token_ids;
     er.options.stop_strings = req_.stop;
     er.options.ignore_eos = req_.ignore_eos;
+    er.options.stop_on_degenerate = req_.stop_on_degenerate;
     er.skip_special_tokens = req_.skip_special_tokens;
     er.top_logprobs = req_.logprobs ? req_.top_logprobs : -1;
     if (const openai::OutputConstraints& c = req_.constraints; c.grammar != nullptr) {
@@ -134,31 +139,58 @@ class Generation {
         er.options.grammar.trigger_token = trigger;
       }
     }
-    auto handle = s_.engine->Submit(std::move(er));
-    if (!handle.ok()) {
-      const Status& st = handle.status();
-      return Fail(st.code() == StatusCode::kUnavailable ? openai::Unavailable(st.message())
-                                                        : openai::FromStatus(st, chat_ ? "messages" : "prompt"),
-                  error);
+    for (int i = 0; i < req_.n; ++i) {
+      EngineRequest one = er;
+      // A seed makes the whole response reproducible; each choice still draws its own
+      // stream (vLLM: seed + index), or the n choices would all be the same sample.
+      if (one.options.sampling.seed.has_value()) *one.options.sampling.seed += i;
+      auto handle = s_.engine->Submit(std::move(one));
+      if (!handle.ok()) {
+        Cancel();  // the choices already queued
+        const Status& st = handle.status();
+        return Fail(st.code() == StatusCode::kUnavailable
+                        ? openai::Unavailable(st.message())
+                        : openai::FromStatus(st, chat_ ? "messages" : "prompt"),
+                    error);
+      }
+      auto c = std::make_unique<ChoiceState>(req_.constraints.parse_tool_calls());
+      c->handle = *handle;
+      choices_.push_back(std::move(c));
     }
-    handle_ = *handle;
     return true;
   }
 
   // Streams SSE events. Returns false when the client is gone (the request is cancelled).
   bool Stream(httplib::DataSink& sink) {
-    if (!WriteRoleChunk(sink)) return false;
+    for (size_t i = 0; i < choices_.size(); ++i) {
+      if (!WriteRoleChunk(sink, static_cast<int>(i))) return false;
+    }
     RequestEvent ev;
-    for (;;) {
-      if (!handle_->Next(&ev, kPollInterval)) {
+    size_t i = 0;
+    int64_t sampled = 0;
+    for (size_t left = choices_.size(); left > 0;) {
+      if (!NextEvent(&ev, &i)) {
         if (!sink.is_writable()) return Cancel();
         continue;
       }
-      if (ev.kind == RequestEvent::Kind::kFinished) return WriteFinish(sink, ev.result);
+      ChoiceState& c = *choices_[i];
+      if (ev.kind == RequestEvent::Kind::kFinished) {
+        c.finished = true;
+        --left;
+        sampled += ev.result.sampled;
+        if (ev.result.finish_reason.rfind("error", 0) == 0) {
+          Cancel();  // the other choices: the response is an error now
+          Write(sink, openai::SseEvent(openai::ToJson(openai::Internal(ev.result.finish_reason))));
+          return Done(sink);
+        }
+        if (!WriteFinish(sink, static_cast<int>(i), ev.result)) return Cancel();
+        continue;
+      }
       openai::Chunk chunk;
+      chunk.index = static_cast<int>(i);
       if (chat_) {
         OutputDelta d;
-        output_.Feed(ev.text, &d);
+        c.output.Feed(ev.text, &d);
         FillChunk(std::move(d), &chunk);
       } else if (!ev.text.empty()) {
         chunk.text = ev.text;
@@ -173,51 +205,87 @@ class Generation {
       chunk.usage_null = req_.include_usage;
       if (!Write(sink, openai::SseEvent(Body(chunk)))) return Cancel();
     }
+    if (req_.include_usage) {
+      const ojson usage = openai::Usage(static_cast<int64_t>(prompt_.size()), sampled);
+      Write(sink, openai::SseEvent(openai::UsageChunk(
+                      meta_, chat_ ? "chat.completion.chunk" : "text_completion", usage)));
+    }
+    return Done(sink);
   }
 
-  // Waits for the whole answer, then writes one JSON body.
+  // Waits for every choice's whole answer, then writes one JSON body.
   bool Complete(httplib::DataSink& sink) {
     RequestEvent ev;
-    std::vector<openai::TokenLogprob> logprobs;
-    for (;;) {
-      if (!handle_->Next(&ev, kPollInterval)) {
+    size_t i = 0;
+    for (size_t left = choices_.size(); left > 0;) {
+      if (!NextEvent(&ev, &i)) {
         if (!sink.is_writable()) return Cancel();
         continue;
       }
-      if (ev.kind == RequestEvent::Kind::kFinished) break;
-      if (ev.token >= 0 && req_.logprobs) logprobs.push_back(ToApiLogprob(*s_.tokenizer, ev.logprob));
+      ChoiceState& c = *choices_[i];
+      if (ev.kind == RequestEvent::Kind::kFinished) {
+        c.finished = true;
+        --left;
+        c.result = std::move(ev.result);
+        if (c.result.finish_reason.rfind("error", 0) == 0) {
+          Cancel();
+          Write(sink, openai::ToJsonString(openai::Internal(c.result.finish_reason)));
+          sink.done();
+          return true;
+        }
+        continue;
+      }
+      if (ev.token >= 0 && req_.logprobs) {
+        c.logprobs.push_back(ToApiLogprob(*s_.tokenizer, ev.logprob));
+      }
     }
-    const GenerationResult& r = ev.result;
-    if (r.finish_reason.rfind("error", 0) == 0) {
-      const std::string body = openai::ToJsonString(openai::Internal(r.finish_reason));
-      Write(sink, body);
-      sink.done();
-      return true;
+    std::vector<openai::Choice> choices;
+    std::vector<DegeneracyVerdict> verdicts;
+    int64_t sampled = 0;
+    for (size_t k = 0; k < choices_.size(); ++k) {
+      ChoiceState& c = *choices_[k];
+      const GenerationResult& r = c.result;
+      openai::Choice choice;
+      choice.index = static_cast<int>(k);
+      if (chat_) {
+        // The same splitter as the stream, fed the whole text: both give the same answer.
+        OutputDelta d;
+        c.output.Feed(r.text, &d);
+        c.output.Finish(&d);
+        choice.text = std::move(d.content);
+        if (!d.reasoning.empty() && req_.include_reasoning) {
+          choice.reasoning = std::move(d.reasoning);
+        }
+        choice.tool_calls = c.output.tool_calls();
+      } else {
+        choice.text = (req_.echo && !req_.prompt_is_ids ? req_.prompt_text : "") + r.text;
+      }
+      choice.finish_reason = ApiFinishReason(r.finish_reason, !choice.tool_calls.empty());
+      if (req_.logprobs) choice.logprobs = std::move(c.logprobs);
+      choices.push_back(std::move(choice));
+      verdicts.push_back(r.degeneracy);
+      sampled += r.sampled;
+      LogVerdict(static_cast<int>(k), r);
     }
-    openai::Choice choice;
-    if (chat_) {
-      // The same splitter as the stream, fed the whole text: both give the same answer.
-      OutputDelta d;
-      output_.Feed(r.text, &d);
-      output_.Finish(&d);
-      choice.text = std::move(d.content);
-      if (!d.reasoning.empty() && req_.include_reasoning) choice.reasoning = std::move(d.reasoning);
-      choice.tool_calls = output_.tool_calls();
-    } else {
-      choice.text = (req_.echo && !req_.prompt_is_ids ? req_.prompt_text : "") + r.text;
-    }
-    choice.finish_reason = ApiFinishReason(r.finish_reason, !choice.tool_calls.empty());
-    if (req_.logprobs) choice.logprobs = std::move(logprobs);
-    const ojson usage = openai::Usage(static_cast<int64_t>(prompt_.size()), r.sampled);
-    const ojson body = chat_ ? openai::ChatCompletion(meta_, choice, usage, r.degeneracy)
-                             : openai::TextCompletion(meta_, choice, usage, r.degeneracy);
-    LogVerdict(r);
+    // The prompt is counted once: the choices share it.
+    const ojson usage = openai::Usage(static_cast<int64_t>(prompt_.size()), sampled);
+    const ojson body = chat_ ? openai::ChatCompletion(meta_, choices, usage, verdicts)
+                             : openai::TextCompletion(meta_, choices, usage, verdicts);
     Write(sink, openai::Dump(body));
     sink.done();
     return true;
   }
 
  private:
+  struct ChoiceState {
+    explicit ChoiceState(bool parse_tools) : output(parse_tools) {}
+    std::shared_ptr<RequestHandle> handle;
+    OutputStream output;
+    bool finished = false;
+    GenerationResult result;                      // Complete: the finished result
+    std::vector<openai::TokenLogprob> logprobs;   // Complete: gathered as tokens come
+  };
+
   bool Fail(const ApiError& e, ApiError* out) {
     *out = e;
     return false;
@@ -227,9 +295,47 @@ class Generation {
     return sink.write(data.data(), data.size());
   }
 
+  bool Done(httplib::DataSink& sink) {
+    Write(sink, openai::kSseDone);
+    sink.done();
+    return true;
+  }
+
   bool Cancel() {
-    handle_->Cancel();
+    for (const auto& c : choices_) c->handle->Cancel();
     return false;
+  }
+
+  // The next event of an unfinished choice into *ev and its index into *index; false when
+  // none came within kPollInterval. Several choices are visited in turn, so that one busy
+  // choice cannot hold back the others' tokens.
+  bool NextEvent(RequestEvent* ev, size_t* index) {
+    const size_t n = choices_.size();
+    if (n == 1) {
+      *index = 0;
+      return choices_[0]->handle->Next(ev, kPollInterval);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + kPollInterval;
+    for (;;) {
+      size_t waiting_on = n;
+      for (size_t k = 0; k < n; ++k) {
+        const size_t i = (cursor_ + k) % n;
+        if (choices_[i]->finished) continue;
+        if (waiting_on == n) waiting_on = i;
+        if (choices_[i]->handle->Next(ev, 0ms)) {
+          cursor_ = (i + 1) % n;
+          *index = i;
+          return true;
+        }
+      }
+      if (waiting_on == n || std::chrono::steady_clock::now() >= deadline) return false;
+      // Nothing pending: a short wait on one choice, then every choice again.
+      if (choices_[waiting_on]->handle->Next(ev, 2ms)) {
+        cursor_ = (waiting_on + 1) % n;
+        *index = waiting_on;
+        return true;
+      }
+    }
   }
 
   void FillChunk(OutputDelta d, openai::Chunk* chunk) const {
@@ -242,51 +348,48 @@ class Generation {
     return chat_ ? openai::ChatChunk(meta_, chunk) : openai::TextChunk(meta_, chunk);
   }
 
-  bool WriteRoleChunk(httplib::DataSink& sink) {
+  bool WriteRoleChunk(httplib::DataSink& sink, int index) {
     if (!chat_) return true;
     openai::Chunk first;
+    first.index = index;
     first.role = true;
     first.text = "";
     first.usage_null = req_.include_usage;
     return Write(sink, openai::SseEvent(Body(first))) || Cancel();
   }
 
-  bool WriteFinish(httplib::DataSink& sink, const GenerationResult& r) {
-    if (r.finish_reason.rfind("error", 0) == 0) {
-      Write(sink, openai::SseEvent(openai::ToJson(openai::Internal(r.finish_reason))));
-    } else {
-      if (chat_) {  // a call whose closer never came is sent as it stands
-        OutputDelta d;
-        output_.Finish(&d);
-        openai::Chunk rest;
-        FillChunk(std::move(d), &rest);
-        if (rest.text || rest.reasoning || !rest.tool_calls.empty()) {
-          rest.usage_null = req_.include_usage;
-          if (!Write(sink, openai::SseEvent(Body(rest)))) return Cancel();
-        }
+  // The end of one choice: text held back until now, then its finish_reason and verdict.
+  bool WriteFinish(httplib::DataSink& sink, int index, const GenerationResult& r) {
+    OutputStream& output = choices_[static_cast<size_t>(index)]->output;
+    if (chat_) {  // a call whose closer never came is sent as it stands
+      OutputDelta d;
+      output.Finish(&d);
+      openai::Chunk rest;
+      rest.index = index;
+      FillChunk(std::move(d), &rest);
+      if (rest.text || rest.reasoning || !rest.tool_calls.empty()) {
+        rest.usage_null = req_.include_usage;
+        if (!Write(sink, openai::SseEvent(Body(rest)))) return false;
       }
-      openai::Chunk last;
-      last.finish_reason = ApiFinishReason(r.finish_reason, !output_.tool_calls().empty());
-      last.verdict = r.degeneracy;
-      last.usage_null = req_.include_usage;
-      if (!chat_) last.text = "";
-      if (!Write(sink, openai::SseEvent(Body(last)))) return Cancel();
-      if (req_.include_usage) {
-        const ojson usage = openai::Usage(static_cast<int64_t>(prompt_.size()), r.sampled);
-        Write(sink, openai::SseEvent(openai::UsageChunk(
-                        meta_, chat_ ? "chat.completion.chunk" : "text_completion", usage)));
-      }
-      LogVerdict(r);
     }
-    Write(sink, openai::kSseDone);
-    sink.done();
+    openai::Chunk last;
+    last.index = index;
+    last.finish_reason = ApiFinishReason(r.finish_reason, !output.tool_calls().empty());
+    last.verdict = r.degeneracy;
+    last.usage_null = req_.include_usage;
+    if (!chat_) last.text = "";
+    if (!Write(sink, openai::SseEvent(Body(last)))) return false;
+    LogVerdict(index, r);
     return true;
   }
 
-  void LogVerdict(const GenerationResult& r) {
+  void LogVerdict(int index, const GenerationResult& r) {
     if (r.degeneracy.degenerate) {
-      LogWarning("degenerate response " + meta_.id + ": " + r.degeneracy.reason +
-                 " (from generated token " + std::to_string(r.degeneracy.start) + ")");
+      LogWarning("degenerate response " + meta_.id +
+                 (req_.n > 1 ? " choice " + std::to_string(index) : std::string()) + ": " +
+                 r.degeneracy.reason + " (from generated token " +
+                 std::to_string(r.degeneracy.start) + ")" +
+                 (r.finish_reason == "degenerate" ? ", stopped" : ""));
     }
   }
 
@@ -296,8 +399,8 @@ class Generation {
   bool chat_ = true;
   openai::ResponseMeta meta_;
   std::vector<int32_t> prompt_;
-  std::shared_ptr<RequestHandle> handle_;
-  OutputStream output_;
+  std::vector<std::unique_ptr<ChoiceState>> choices_;
+  size_t cursor_ = 0;  // NextEvent's first choice to look at
 };
 
 }  // namespace
@@ -309,6 +412,12 @@ Server::Server(ServerOptions options, Metrics* metrics)
                                                  TimeoutResponse(options_))) {
   const size_t max_threads = static_cast<size_t>(std::max(8, options_.max_http_threads));
   http_->new_task_queue = [max_threads] { return new ElasticTaskQueue(4, max_threads); };
+  // SO_REUSEADDR only: httplib's default also sets SO_REUSEPORT, with which a second server on
+  // the same port binds too and silently shares the connections instead of failing.
+  http_->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   http_->set_tcp_nodelay(true);  // without it every SSE chunk can sit ~40 ms (Nagle)
   http_->set_keep_alive_max_count(1000);
   // Idle keep-alive connections hold an HTTP thread, and Stop() waits for them: keep it short.
@@ -322,6 +431,11 @@ Server::Server(ServerOptions options, Metrics* metrics)
 Server::~Server() { Stop(); }
 
 Status Server::Bind() {
+  // httplib would truncate the port to 16 bits and listen on another one.
+  if (options_.port < 0 || options_.port > 65535) {
+    return InvalidArgument("port " + std::to_string(options_.port) +
+                           " is outside 0..65535 (0: any free port)");
+  }
   if (options_.port == 0) {
     port_ = http_->bind_to_any_port(options_.host);
     if (port_ <= 0) return IoError("cannot bind " + options_.host + " to any port");

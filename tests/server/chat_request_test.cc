@@ -129,8 +129,8 @@ const RejectCase kChatRejects[] = {
     {"TopLogprobsNegative", ChatBody(R"("logprobs":true,"top_logprobs":-1)"), 400,
      "top_logprobs", "in [0, 20]"},
     // n and best_of.
-    {"NTwo", ChatBody(R"("n":2)"), 400, "n", "n > 1 is not supported yet"},
-    {"NZero", ChatBody(R"("n":0)"), 400, "n", "n must be at least 1, got 0"},
+    {"NSeventeen", ChatBody(R"("n":17)"), 400, "n", "n must be in [1, 16], got 17"},
+    {"NZero", ChatBody(R"("n":0)"), 400, "n", "n must be in [1, 16], got 0"},
     {"NString", ChatBody(R"("n":"2")"), 400, "n", "n must be an integer"},
     {"BestOfTwo", ChatBody(R"("best_of":2)"), 400, "best_of", "best_of > 1 is not supported"},
     // stop.
@@ -234,11 +234,24 @@ const RejectCase kChatRejects[] = {
      "response_format must be an object"},
     {"ResponseFormatNoType", ChatBody(R"("response_format":{})"), 400, "response_format",
      "response_format.type must be a string"},
-    // Fields not supported yet: a 400 naming the field, never silently ignored.
-    {"LogitBias", ChatBody(R"("logit_bias":{"50256":-100})"), 400, "logit_bias",
-     "logit_bias is not supported yet"},
+    // logit_bias (the vocabulary bound: ValidateLogitBias, once the model is known).
     {"LogitBiasString", ChatBody(R"("logit_bias":"x")"), 400, "logit_bias",
      "logit_bias must be an object"},
+    {"LogitBiasTooHigh", ChatBody(R"("logit_bias":{"5":100.5})"), 400, "logit_bias",
+     "logit_bias must be in [-100, 100] for every token, got 100.5"},
+    {"LogitBiasTooLow", ChatBody(R"("logit_bias":{"5":-101})"), 400, "logit_bias",
+     "in [-100, 100]"},
+    {"LogitBiasWordKey", ChatBody(R"("logit_bias":{"hello":1})"), 400, "logit_bias",
+     "logit_bias keys must be token ids (non-negative integers as strings), got \"hello\""},
+    {"LogitBiasNegativeKey", ChatBody(R"("logit_bias":{"-3":1})"), 400, "logit_bias",
+     "keys must be token ids"},
+    {"LogitBiasHugeKey", ChatBody(R"("logit_bias":{"99999999999":1})"), 400, "logit_bias",
+     "keys must be token ids"},
+    {"LogitBiasStringValue", ChatBody(R"("logit_bias":{"5":"1"})"), 400, "logit_bias",
+     "logit_bias[\"5\"] must be a number, got a string"},
+    {"StopOnDegenerateString", ChatBody(R"("stop_on_degenerate":"yes")"), 400,
+     "stop_on_degenerate", "stop_on_degenerate must be a boolean"},
+    // Fields not supported yet: a 400 naming the field, never silently ignored.
     {"GuidedJson", ChatBody(R"("guided_json":{"type":"object"})"), 400, "guided_json",
      "guided_json is not supported yet"},
     {"StructuredOutputs", ChatBody(R"("structured_outputs":{"regex":"a+"})"), 400,
@@ -415,6 +428,34 @@ TEST(ChatRequestTest, StreamOptions) {
   EXPECT_TRUE(parse(R"("stream":true,"stream_options":{"include_usage":true})").include_usage);
   EXPECT_FALSE(parse(R"("stream":true,"stream_options":{"include_usage":false})").include_usage);
   EXPECT_FALSE(parse(R"("stream":false,"stream_options":null)").stream);
+}
+
+TEST(ChatRequestTest, NLogitBiasAndStopOnDegenerate) {
+  const ParsedRequest plain = ChatRequestOf(ChatBody(R"("temperature":1)"));
+  EXPECT_EQ(plain.n, 1);
+  EXPECT_TRUE(plain.sampling.logit_bias.empty());
+  EXPECT_FALSE(plain.stop_on_degenerate);
+  const ParsedRequest r = ChatRequestOf(
+      ChatBody(R"("n":16,"logit_bias":{"5":-100,"0":100,"262143":0.5},"stop_on_degenerate":true)"));
+  EXPECT_EQ(r.n, 16);
+  EXPECT_THAT(r.sampling.logit_bias,
+              ::testing::UnorderedElementsAre(std::pair<int32_t, float>{5, -100.0f},
+                                              std::pair<int32_t, float>{0, 100.0f},
+                                              std::pair<int32_t, float>{262143, 0.5f}));
+  EXPECT_TRUE(r.stop_on_degenerate);
+  // The server's default (--stop-on-degenerate), which a request may turn off.
+  ServerDefaults d = GemmaDefaults();
+  d.stop_on_degenerate = true;
+  const std::string on = ChatBody(R"("n":2)");
+  EXPECT_TRUE(RequestOf(ParseChatRequest(on, d), on).stop_on_degenerate);
+  const std::string off = ChatBody(R"("stop_on_degenerate":false)");
+  EXPECT_FALSE(RequestOf(ParseChatRequest(off, d), off).stop_on_degenerate);
+  // The vocabulary bound, once the model is known.
+  EXPECT_FALSE(ValidateLogitBias(r, 262144).has_value());
+  const std::optional<ApiError> e = ValidateLogitBias(r, 262143);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->param, "logit_bias");
+  EXPECT_THAT(e->message, HasSubstr("logit_bias token id 262143 is outside the vocabulary"));
 }
 
 TEST(ChatRequestTest, Logprobs) {

@@ -51,7 +51,7 @@ const RejectCase kCompletionRejects[] = {
      "suffix is not supported yet"},
     {"BestOf", CompletionBody(R"("best_of":3)"), 400, "best_of", "best_of > 1 is not supported"},
     {"BestOfZero", CompletionBody(R"("best_of":0)"), 400, "best_of", "at least 1"},
-    {"NThree", CompletionBody(R"("n":3)"), 400, "n", "n > 1 is not supported yet"},
+    {"NHundred", CompletionBody(R"("n":100)"), 400, "n", "n must be in [1, 16], got 100"},
     {"EchoString", CompletionBody(R"("echo":"no")"), 400, "echo", "echo must be a boolean"},
     {"LogprobsBool", CompletionBody(R"("logprobs":true)"), 400, "logprobs",
      "logprobs must be an integer, got a boolean"},
@@ -68,8 +68,8 @@ const RejectCase kCompletionRejects[] = {
      CompletionBody(R"("response_format":{"type":"json_schema","json_schema":{"name":"x",)"
                     R"("schema":{"type":"array","uniqueItems":true}}})"),
      400, "response_format", "uniqueItems"},
-    {"LogitBias", CompletionBody(R"("logit_bias":{"1":1})"), 400, "logit_bias",
-     "not supported yet"},
+    {"LogitBiasTooHigh", CompletionBody(R"("logit_bias":{"1":101})"), 400, "logit_bias",
+     "in [-100, 100]"},
     {"GuidedRegex", CompletionBody(R"("guided_regex":"a+")"), 400, "guided_regex",
      "not supported yet"},
 };

@@ -19,6 +19,8 @@
 #include <filesystem>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "common/temp_path.h"
 #include "model/gemma4/synthetic.h"
 #include "model/registry.h"
@@ -191,6 +193,82 @@ TEST_F(HttpServerTest, ConcurrentStreamsWithADepartingClientAndAMetricsPoller) {
   EXPECT_EQ(st.waiting, 0);
   EXPECT_EQ(st.kv_blocks_in_use, 0);
   EXPECT_EQ(st.kv_bytes_in_use, 0);
+}
+
+// A second server on a port a g4 server holds fails with the address (without SO_REUSEPORT),
+// instead of binding too and silently taking half of the connections.
+TEST_F(HttpServerTest, ASecondServerOnTheSamePortFailsToBind) {
+  Metrics metrics("second");
+  ServerOptions so;
+  so.port = server_->port();
+  Server second(so, &metrics);
+  const Status st = second.Bind();
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(st.message(),
+              ::testing::HasSubstr("cannot bind 127.0.0.1:" + std::to_string(server_->port())));
+}
+
+// A port past 16 bits is refused, not truncated to another port.
+TEST_F(HttpServerTest, APortOutsideSixteenBitsIsRefused) {
+  Metrics metrics("wide");
+  for (int port : {65536, 99999, -1}) {
+    ServerOptions so;
+    so.port = port;
+    Server s(so, &metrics);
+    const Status st = s.Bind();
+    ASSERT_FALSE(st.ok()) << port;
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(st.message(), ::testing::HasSubstr(std::to_string(port) + " is outside 0..65535"));
+  }
+}
+
+// n choices: n sequences in the engine, every index once, usage counting each choice's
+// tokens; streamed, each index gets its chunks and its own finish; a client leaving frees all.
+TEST_F(HttpServerTest, SeveralChoicesStreamedAndWhole) {
+  httplib::Client cli("127.0.0.1", server_->port());
+  auto r = cli.Post("/v1/completions",
+                    R"({"prompt":[5,6,7],"n":4,"max_tokens":5,"temperature":0,"ignore_eos":true})",
+                    "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const auto body = nlohmann::json::parse(r->body);
+  ASSERT_EQ(body["choices"].size(), 4u);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(body["choices"][i]["index"], i);
+    EXPECT_EQ(body["choices"][i]["text"], body["choices"][0]["text"]) << "greedy: equal answers";
+  }
+  EXPECT_EQ(body["usage"]["prompt_tokens"], 3);
+  EXPECT_EQ(body["usage"]["completion_tokens"], 20);
+  EXPECT_EQ(body["g4"]["choices"].size(), 4u);
+
+  r = cli.Post("/v1/completions",
+               R"({"prompt":[5,6,7],"n":3,"max_tokens":4,"temperature":1,"seed":3,)"
+               R"("ignore_eos":true,"logprobs":0,"stream":true})",
+               "application/json");
+  ASSERT_TRUE(r);
+  int tokens[3] = {0, 0, 0}, finishes[3] = {0, 0, 0};
+  size_t at = 0;
+  while ((at = r->body.find("data: {", at)) != std::string::npos) {
+    const size_t end = r->body.find("\n\n", at);
+    const auto chunk = nlohmann::json::parse(r->body.substr(at + 6, end - at - 6));
+    at = end;
+    const auto& c = chunk["choices"][0];
+    const int i = c["index"].get<int>();
+    ASSERT_TRUE(i >= 0 && i < 3) << chunk.dump();
+    if (c["finish_reason"].is_string()) {
+      ++finishes[i];
+    } else if (c["logprobs"].is_object()) {
+      EXPECT_EQ(finishes[i], 0) << "a token after its choice finished";
+      tokens[i] += static_cast<int>(c["logprobs"]["token_logprobs"].size());
+    }
+  }
+  EXPECT_THAT(tokens, ::testing::ElementsAre(4, 4, 4));
+  EXPECT_THAT(finishes, ::testing::ElementsAre(1, 1, 1));
+  EXPECT_THAT(r->body, ::testing::HasSubstr("data: [DONE]"));
+  r = cli.Post("/v1/completions", R"({"prompt":[5],"n":17})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_THAT(r->body, ::testing::HasSubstr("n must be in [1, 16]"));
 }
 
 // A route's own 404 (an unknown model) keeps its message; only an unrouted path is "no route".

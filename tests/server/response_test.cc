@@ -155,6 +155,42 @@ TEST(ResponseTest, TextCompletionAndChunk) {
             "text_completion");
 }
 
+// n > 1: one entry per choice with its index; the body's g4 is the first degenerate choice's
+// verdict plus each choice's; a chunk names its choice.
+TEST(ResponseTest, SeveralChoices) {
+  std::vector<Choice> choices(3);
+  for (int i = 0; i < 3; ++i) {
+    choices[i].index = i;
+    choices[i].text = "t" + std::to_string(i);
+  }
+  std::vector<DegeneracyVerdict> verdicts(3);
+  verdicts[2].degenerate = true;
+  verdicts[2].reason = "token 7 repeated 32 times";
+  verdicts[2].start = 3;
+  const ojson text = TextCompletion(Meta("cmpl-3"), choices, Usage(4, 30), verdicts);
+  ASSERT_EQ(text["choices"].size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(text["choices"][i]["index"], i);
+    EXPECT_EQ(text["choices"][i]["text"], "t" + std::to_string(i));
+  }
+  EXPECT_EQ(Dump(text["g4"]),
+            R"({"degenerate":true,"reason":"token 7 repeated 32 times","start":3,"choices":[)"
+            R"({"degenerate":false},{"degenerate":false},)"
+            R"({"degenerate":true,"reason":"token 7 repeated 32 times","start":3}]})");
+  const ojson chat = ChatCompletion(Meta("chatcmpl-3"), choices, Usage(4, 30), verdicts);
+  EXPECT_EQ(chat["choices"][1]["index"], 1);
+  EXPECT_EQ(chat["choices"][1]["message"]["content"], "t1");
+  verdicts[2] = DegeneracyVerdict{};
+  EXPECT_EQ(Dump(DegeneracyJson(verdicts)),
+            R"({"degenerate":false,"choices":[{"degenerate":false},{"degenerate":false},)"
+            R"({"degenerate":false}]})");
+  Chunk chunk;
+  chunk.index = 2;
+  chunk.text = "x";
+  EXPECT_EQ(ChatChunk(Meta("chatcmpl-3"), chunk)["choices"][0]["index"], 2);
+  EXPECT_EQ(TextChunk(Meta("cmpl-3"), chunk)["choices"][0]["index"], 2);
+}
+
 TEST(ResponseTest, ChatLogprobs) {
   const std::vector<TokenLogprob> tokens = {
       {"Hi", -0.25f, {{"Hi", -0.25f}, {"Hello", -1.5f}}},

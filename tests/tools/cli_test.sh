@@ -63,6 +63,12 @@ grep -q "^batch 3: " "$TMP/bench.out" || fail "bench table does not say batch 3:
 if "$G4" bench --model "$TMP/m" --batch 0 >/dev/null 2>"$TMP/bad"; then fail "bench --batch 0 accepted"; fi
 grep -q "batch in \[1, 256\]" "$TMP/bad" || fail "bench --batch 0 message: $(cat "$TMP/bad")"
 
+# A port past 16 bits is refused by name (httplib would listen on it modulo 65536).
+for port in 99999 -1; do
+  if "$G4" serve --model "$TMP/m" --port "$port" >/dev/null 2>"$TMP/bad"; then fail "--port $port accepted"; fi
+  grep -q -- "--port $port is outside 0..65535" "$TMP/bad" || fail "--port $port message: $(cat "$TMP/bad")"
+done
+
 # The policy comes before the model: with a model path that does not exist, each model command's
 # first stderr line is the policy and the load error (naming the path) comes after it.
 for cmd in "logits --ids 2" "generate --ids 2" "run --prompt hi" "bench --contexts 8" "serve --port 0"; do

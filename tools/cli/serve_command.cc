@@ -31,6 +31,7 @@ struct ServeArgs {
   ServerOptions server;
   EngineOptions engine;
   int shutdown_grace_s = 10;
+  bool stop_on_degenerate = false;
 };
 
 // Sampling defaults from generation_config.json, as vLLM loads them.
@@ -47,6 +48,10 @@ SamplingParams GenerationDefaults(const Checkpoint& checkpoint) {
 
 int Run(ServeArgs& a) {
   auto fail = LogFailure;
+  if (a.server.port < 0 || a.server.port > 65535) {  // checked before the model is read
+    return fail(InvalidArgument("--port " + std::to_string(a.server.port) +
+                                " is outside 0..65535 (0: any free port)"));
+  }
   // Signals go to the waiting main thread only (blocked before any thread starts).
   sigset_t signals;
   sigemptyset(&signals);
@@ -81,6 +86,7 @@ int Run(ServeArgs& a) {
   state.defaults.max_model_len = a.engine.ctx_size;
   state.defaults.sampling = GenerationDefaults(*session->loaded.checkpoint);
   state.defaults.stop_token_ids.assign(info.eos_ids.begin(), info.eos_ids.end());
+  state.defaults.stop_on_degenerate = a.stop_on_degenerate;
 
   Metrics metrics(state.defaults.model_name);
   MetricsObserver observer(&metrics);
@@ -136,6 +142,9 @@ RunFn AddServeCommand(CLI::App& app) {
                   "Seconds a client may stay silent while sending a request (default 10)");
   sub->add_option("--request-timeout", a->server.request_timeout_s,
                   "Seconds a whole request (line, headers, body) may take to arrive (default 30)");
+  sub->add_flag("--stop-on-degenerate", a->stop_on_degenerate,
+               "End a response when its token-loop check trips (finish_reason stop; a request's "
+               "stop_on_degenerate overrides it)");
   return [a] { return Run(*a); };
 }
 

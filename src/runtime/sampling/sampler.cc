@@ -53,6 +53,12 @@ Status SamplingParams::Validate() const {
   if (!(frequency_penalty >= -2.0f && frequency_penalty <= 2.0f)) {
     return OutOfRange("frequency_penalty", "in [-2, 2] (0 disables it)", frequency_penalty);
   }
+  for (const auto& [id, bias] : logit_bias) {
+    if (id < 0) return OutOfRange("logit_bias", "keyed by token ids >= 0", id);
+    if (!(bias >= -100.0f && bias <= 100.0f)) {
+      return OutOfRange("logit_bias", "in [-100, 100] for every token", bias);
+    }
+  }
   return Status::Ok();
 }
 
@@ -74,6 +80,9 @@ Sampler::Sampler(const SamplingParams& params)
   if (!(params_.temperature >= 0.0f) || !std::isfinite(params_.temperature)) {
     params_.temperature = 0.0f;
   }
+  for (auto& [id, bias] : params_.logit_bias) {
+    bias = std::isfinite(bias) ? std::clamp(bias, -100.0f, 100.0f) : 0.0f;
+  }
 }
 
 StatusOr<Sampler> Sampler::Create(const SamplingParams& params) {
@@ -85,6 +94,9 @@ void Sampler::ApplyPenalties(std::span<float> logits, std::span<const int32_t> p
                              std::span<const int32_t> output) {
   const size_t vocab = logits.size();
   auto in_vocab = [vocab](int32_t id) { return id >= 0 && static_cast<size_t>(id) < vocab; };
+  for (const auto& [id, bias] : params_.logit_bias) {
+    if (in_vocab(id)) logits[id] += bias;  // a grammar's -inf stays -inf
+  }
 
   const float rep = params_.repetition_penalty;
   if (rep != 1.0f) {

@@ -1,6 +1,8 @@
 // Token sampling for generation: penalties, temperature, top-k, top-p, min-p, then a seeded
 // draw. The semantics follow vLLM's sampler (which follows OpenAI and Hugging Face):
 //
+//   0. Logit bias (OpenAI): each listed token's bias in [-100, 100] is added to its logit,
+//      before everything else, as in vLLM. -100 all but bans a token, +100 all but forces it.
 //   1. Repetition penalty (HF/CTRL style) on every token id seen in prompt + output:
 //        logit > 0 ? logit / p : logit * p.
 //   2. Frequency and presence penalties (OpenAI) over the *output* tokens only:
@@ -34,6 +36,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -50,6 +53,9 @@ struct SamplingParams {
   float presence_penalty = 0.0f;    // [-2, 2] as in OpenAI/vLLM; 0 = off
   float frequency_penalty = 0.0f;   // [-2, 2] as in OpenAI/vLLM; 0 = off
   std::optional<uint64_t> seed;     // set: reproducible; unset: seeded from random_device
+  // (token id, bias in [-100, 100]) added to the logits first; ids past the vocabulary are
+  // ignored (the server refuses them with the vocabulary at hand).
+  std::vector<std::pair<int32_t, float>> logit_bias;
   bool greedy = false;
 
   // InvalidArgument naming the field and the allowed range when a value is out of range.
@@ -85,7 +91,7 @@ class Sampler {
                                       std::span<const int32_t> prompt = {},
                                       std::span<const int32_t> output = {});
 
-  // Steps 1-2 alone, in place: exposed so tests and callers can see the penalised logits.
+  // Steps 0-2 alone, in place: exposed so tests and callers can see the penalised logits.
   void ApplyPenalties(std::span<float> logits, std::span<const int32_t> prompt,
                       std::span<const int32_t> output);
 

@@ -28,6 +28,8 @@ using json = nlohmann::json;
 
 constexpr int kMaxTopLogprobs = 20;      // vLLM's default max_logprobs
 constexpr int kCompletionDefaultMaxTokens = 16;
+constexpr int kMaxChoices = 16;          // `n`: each choice is a sequence of its own
+constexpr double kMaxLogitBias = 100;    // OpenAI's range: [-100, 100]
 
 // Fields a client may send that g4 cannot honour yet: a 400 naming the field whenever the value
 // asks for something (see IsSet). Both endpoints.
@@ -86,16 +88,6 @@ MaybeError CheckUnsupported(const json& body, bool chat) {
       }
     }
   }
-  if (const json* bias = r.Find("logit_bias")) {
-    if (!bias->is_object() && !bias->is_array()) {
-      return r.TypeError("logit_bias", "an object", *bias);
-    }
-    if (!bias->empty()) return NotSupported("logit_bias");
-  }
-  std::optional<int64_t> n;
-  G4_API_RETURN_IF_ERROR(r.Int("n", &n));
-  if (n.has_value() && *n < 1) return RangeError("n", "at least 1", static_cast<double>(*n));
-  if (n.has_value() && *n > 1) return BadRequest("n > 1 is not supported yet", "n");
   return std::nullopt;
 }
 
@@ -109,6 +101,38 @@ MaybeError ReadRanged(const FieldReader& r, std::string_view key, double lo, dou
     return RangeError(r.Param(key), range, *v);
   }
   *out = static_cast<float>(*v);
+  return std::nullopt;
+}
+
+// logit_bias: {"<token id>": bias in [-100, 100]}; the ids' vocabulary bound is checked once
+// the model is known (ValidateLogitBias).
+MaybeError ReadLogitBias(const FieldReader& r, std::vector<std::pair<int32_t, float>>* out) {
+  const json* bias = nullptr;
+  G4_API_RETURN_IF_ERROR(r.Object("logit_bias", &bias));
+  if (bias == nullptr) return std::nullopt;
+  out->clear();
+  out->reserve(bias->size());
+  for (const auto& [key, value] : bias->items()) {
+    const auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+    const bool digits =
+        !key.empty() && key.size() <= 10 && std::all_of(key.begin(), key.end(), is_digit);
+    const int64_t id = digits ? std::stoll(key) : -1;
+    if (id < 0 || id > std::numeric_limits<int32_t>::max()) {
+      return BadRequest("logit_bias keys must be token ids (non-negative integers as strings), "
+                        "got \"" + key.substr(0, 40) + "\"",
+                        "logit_bias");
+    }
+    if (!value.is_number()) {
+      return BadRequest("logit_bias[\"" + key + "\"] must be a number, got " +
+                            JsonTypePhrase(value),
+                        "logit_bias");
+    }
+    const double v = value.get<double>();
+    if (!(v >= -kMaxLogitBias && v <= kMaxLogitBias)) {
+      return RangeError("logit_bias", "in [-100, 100] for every token", v);
+    }
+    out->emplace_back(static_cast<int32_t>(id), static_cast<float>(v));
+  }
   return std::nullopt;
 }
 
@@ -144,6 +168,7 @@ MaybeError ReadSampling(const FieldReader& r, const ServerDefaults& defaults,
                           : static_cast<int>(std::min<int64_t>(*top_k,
                                                                std::numeric_limits<int>::max()));
   }
+  G4_API_RETURN_IF_ERROR(ReadLogitBias(r, &s.logit_bias));
   std::optional<int64_t> seed;
   G4_API_RETURN_IF_ERROR(r.Int("seed", &seed));
   s.seed.reset();  // a server-wide default seed would make every request identical
@@ -263,6 +288,17 @@ MaybeError ReadCommon(const json& body, const ServerDefaults& defaults, ParsedRe
   G4_API_RETURN_IF_ERROR(r.Bool("ignore_eos", &out->ignore_eos));
   G4_API_RETURN_IF_ERROR(r.Bool("skip_special_tokens", &out->skip_special_tokens));
   G4_API_RETURN_IF_ERROR(ReadStreaming(r, out));
+  out->stop_on_degenerate = defaults.stop_on_degenerate;
+  G4_API_RETURN_IF_ERROR(r.Bool("stop_on_degenerate", &out->stop_on_degenerate));
+  std::optional<int64_t> n;
+  G4_API_RETURN_IF_ERROR(r.Int("n", &n));
+  if (n.has_value()) {
+    if (*n < 1 || *n > kMaxChoices) {
+      return RangeError("n", "in [1, " + std::to_string(kMaxChoices) + "]",
+                        static_cast<double>(*n));
+    }
+    out->n = static_cast<int>(*n);
+  }
   std::optional<int64_t> best_of;
   G4_API_RETURN_IF_ERROR(r.Int("best_of", &best_of));
   if (best_of.has_value() && *best_of < 1) {
@@ -447,6 +483,17 @@ ApiResult<int> ResolveMaxTokens(const ParsedRequest& request, int64_t prompt_tok
   }
   return static_cast<int>(
       std::min<int64_t>(max_model_len - prompt_tokens, std::numeric_limits<int>::max()));
+}
+
+std::optional<ApiError> ValidateLogitBias(const ParsedRequest& request, int64_t vocab_size) {
+  for (const auto& [id, bias] : request.sampling.logit_bias) {
+    if (id >= vocab_size) {
+      return BadRequest("logit_bias token id " + std::to_string(id) +
+                            " is outside the vocabulary [0, " + std::to_string(vocab_size) + ")",
+                        "logit_bias");
+    }
+  }
+  return std::nullopt;
 }
 
 std::optional<ApiError> ValidatePromptIds(const ParsedRequest& request, int64_t vocab_size) {

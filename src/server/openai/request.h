@@ -4,7 +4,7 @@
 // `param` names the field; nothing here throws or returns a 5xx for any input.
 //
 // Policy:
-//   - Fields g4 does not support yet (logit_bias, n > 1, suffix, best_of > 1, vLLM's guided_*
+//   - Fields g4 does not support yet (suffix, best_of > 1, vLLM's guided_*
 //     fields, legacy `functions`, ...) are a 400 naming the field: a client must never get an
 //     answer that silently ignored what it asked. Tools and response_format are read by
 //     output_constraints.h, whose JSON Schema compiler refuses what it cannot enforce.
@@ -33,6 +33,7 @@ struct ServerDefaults {
   int max_model_len = 0;    // context size in tokens
   SamplingParams sampling;  // generation_config.json's values (Gemma: T 1, top_k 64, top_p 0.95)
   std::vector<int32_t> stop_token_ids;  // the checkpoint's end-of-turn / eos ids
+  bool stop_on_degenerate = false;      // g4 serve --stop-on-degenerate
 };
 
 struct ParsedRequest {
@@ -66,6 +67,9 @@ struct ParsedRequest {
   std::vector<int32_t> stop_token_ids;   // the server's defaults, then the request's (ext)
   bool ignore_eos = false;               // ext
   bool skip_special_tokens = true;       // ext
+  // ext (g4): end a choice when the degeneracy (token-loop) check trips; the server's default.
+  bool stop_on_degenerate = false;
+  int n = 1;  // choices, each sampled independently: [1, 16]
 
   bool stream = false;
   // stream_options.include_usage; true once stream_options is given (vLLM's default).
@@ -85,6 +89,9 @@ ParseResult ParseCompletionRequest(std::string_view body, const ServerDefaults& 
 // prompt plus max_tokens does not fit, or when the prompt alone leaves no room.
 ApiResult<int> ResolveMaxTokens(const ParsedRequest& request, int64_t prompt_tokens,
                                 int64_t max_model_len);
+
+// A 400 naming `logit_bias` when one of its token ids is outside [0, vocab_size).
+std::optional<ApiError> ValidateLogitBias(const ParsedRequest& request, int64_t vocab_size);
 
 // A 400 naming `prompt` when an id of a token-id prompt is outside [0, vocab_size).
 std::optional<ApiError> ValidatePromptIds(const ParsedRequest& request, int64_t vocab_size);

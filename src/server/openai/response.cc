@@ -1,6 +1,7 @@
 // Response builders: see response.h; shapes from server-api.md §2-§5 and §9 (vLLM's models).
 #include "server/openai/response.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -41,11 +42,11 @@ ojson Header(const ResponseMeta& meta, std::string_view object) {
 }
 
 // The fields after "choices": system_fingerprint (when set), usage, g4.
-void Trailer(const ResponseMeta& meta, const ojson& usage, const DegeneracyVerdict* verdict,
-             ojson* out) {
+void Trailer(const ResponseMeta& meta, const ojson& usage,
+             const std::vector<DegeneracyVerdict>& verdicts, ojson* out) {
   if (!meta.system_fingerprint.empty()) (*out)["system_fingerprint"] = meta.system_fingerprint;
   (*out)["usage"] = usage;
-  if (verdict != nullptr) (*out)["g4"] = DegeneracyJson(*verdict);
+  (*out)["g4"] = DegeneracyJson(verdicts);
 }
 
 void AddReasoning(const std::optional<std::string>& reasoning, ojson* message) {
@@ -72,6 +73,18 @@ ojson DegeneracyJson(const DegeneracyVerdict& verdict) {
     out["reason"] = verdict.reason;
     out["start"] = verdict.start;
   }
+  return out;
+}
+
+ojson DegeneracyJson(const std::vector<DegeneracyVerdict>& verdicts) {
+  if (verdicts.empty()) return DegeneracyJson(DegeneracyVerdict{});
+  if (verdicts.size() == 1) return DegeneracyJson(verdicts.front());
+  auto first = std::find_if(verdicts.begin(), verdicts.end(),
+                            [](const DegeneracyVerdict& v) { return v.degenerate; });
+  ojson out = DegeneracyJson(first == verdicts.end() ? verdicts.front() : *first);
+  ojson each = ojson::array();
+  for (const DegeneracyVerdict& v : verdicts) each.push_back(DegeneracyJson(v));
+  out["choices"] = std::move(each);
   return out;
 }
 
@@ -125,30 +138,39 @@ ojson CompletionLogprobs(const std::vector<TokenLogprob>& tokens, int64_t text_o
 
 ojson ChatCompletion(const ResponseMeta& meta, const Choice& choice, const ojson& usage,
                      const DegeneracyVerdict& verdict) {
-  ojson message;
-  message["role"] = "assistant";
-  // OpenAI: content is null when the answer is only tool calls.
-  message["content"] = choice.text.empty() && !choice.tool_calls.empty() ? ojson(nullptr)
-                                                                         : ojson(choice.text);
-  AddReasoning(choice.reasoning, &message);
-  if (!choice.tool_calls.empty()) {
-    ojson calls = ojson::array();
-    for (const ToolCall& call : choice.tool_calls) {
-      calls.push_back({{"id", call.id},
-                       {"type", "function"},
-                       {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+  return ChatCompletion(meta, std::vector<Choice>{choice}, usage, {verdict});
+}
+
+ojson ChatCompletion(const ResponseMeta& meta, const std::vector<Choice>& choices,
+                     const ojson& usage, const std::vector<DegeneracyVerdict>& verdicts) {
+  ojson list = ojson::array();
+  for (const Choice& choice : choices) {
+    ojson message;
+    message["role"] = "assistant";
+    // OpenAI: content is null when the answer is only tool calls.
+    message["content"] = choice.text.empty() && !choice.tool_calls.empty() ? ojson(nullptr)
+                                                                           : ojson(choice.text);
+    AddReasoning(choice.reasoning, &message);
+    if (!choice.tool_calls.empty()) {
+      ojson calls = ojson::array();
+      for (const ToolCall& call : choice.tool_calls) {
+        calls.push_back({{"id", call.id},
+                         {"type", "function"},
+                         {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+      }
+      message["tool_calls"] = std::move(calls);
     }
-    message["tool_calls"] = std::move(calls);
+    ojson c;
+    c["index"] = choice.index;
+    c["message"] = std::move(message);
+    c["logprobs"] = choice.logprobs.has_value() ? ChatLogprobs(*choice.logprobs) : ojson(nullptr);
+    c["finish_reason"] = choice.finish_reason;
+    c["stop_reason"] = choice.stop_reason;
+    list.push_back(std::move(c));
   }
-  ojson c;
-  c["index"] = 0;
-  c["message"] = std::move(message);
-  c["logprobs"] = choice.logprobs.has_value() ? ChatLogprobs(*choice.logprobs) : ojson(nullptr);
-  c["finish_reason"] = choice.finish_reason;
-  c["stop_reason"] = choice.stop_reason;
   ojson out = Header(meta, "chat.completion");
-  out["choices"] = ojson::array({std::move(c)});
-  Trailer(meta, usage, &verdict, &out);
+  out["choices"] = std::move(list);
+  Trailer(meta, usage, verdicts, &out);
   return out;
 }
 
@@ -173,7 +195,7 @@ ojson ChatChunk(const ResponseMeta& meta, const Chunk& chunk) {
     delta["tool_calls"] = std::move(calls);
   }
   ojson c;
-  c["index"] = 0;
+  c["index"] = chunk.index;
   c["delta"] = std::move(delta);
   c["logprobs"] = chunk.logprobs.has_value() ? ChatLogprobs(*chunk.logprobs) : ojson(nullptr);
   c["finish_reason"] = chunk.finish_reason.has_value() ? ojson(*chunk.finish_reason)
@@ -189,23 +211,32 @@ ojson ChatChunk(const ResponseMeta& meta, const Chunk& chunk) {
 
 ojson TextCompletion(const ResponseMeta& meta, const Choice& choice, const ojson& usage,
                      const DegeneracyVerdict& verdict) {
-  ojson c;
-  c["index"] = 0;
-  c["text"] = choice.text;
-  c["logprobs"] = choice.logprobs.has_value()
-                      ? CompletionLogprobs(*choice.logprobs, choice.text_offset)
-                      : ojson(nullptr);
-  c["finish_reason"] = choice.finish_reason;
-  c["stop_reason"] = choice.stop_reason;
+  return TextCompletion(meta, std::vector<Choice>{choice}, usage, {verdict});
+}
+
+ojson TextCompletion(const ResponseMeta& meta, const std::vector<Choice>& choices,
+                     const ojson& usage, const std::vector<DegeneracyVerdict>& verdicts) {
+  ojson list = ojson::array();
+  for (const Choice& choice : choices) {
+    ojson c;
+    c["index"] = choice.index;
+    c["text"] = choice.text;
+    c["logprobs"] = choice.logprobs.has_value()
+                        ? CompletionLogprobs(*choice.logprobs, choice.text_offset)
+                        : ojson(nullptr);
+    c["finish_reason"] = choice.finish_reason;
+    c["stop_reason"] = choice.stop_reason;
+    list.push_back(std::move(c));
+  }
   ojson out = Header(meta, "text_completion");
-  out["choices"] = ojson::array({std::move(c)});
-  Trailer(meta, usage, &verdict, &out);
+  out["choices"] = std::move(list);
+  Trailer(meta, usage, verdicts, &out);
   return out;
 }
 
 ojson TextChunk(const ResponseMeta& meta, const Chunk& chunk) {
   ojson c;
-  c["index"] = 0;
+  c["index"] = chunk.index;
   c["text"] = chunk.text.value_or("");
   c["logprobs"] = chunk.logprobs.has_value()
                       ? CompletionLogprobs(*chunk.logprobs, chunk.text_offset)

@@ -4,7 +4,9 @@
 // ResponseMeta, so tests can compare whole bodies.
 //
 // Every response also carries g4's degeneracy verdict as an extra top-level field,
-// "g4": {"degenerate": bool, "reason"?: str, "start"?: int} (streams: on the finishing chunk).
+// "g4": {"degenerate": bool, "reason"?: str, "start"?: int} (streams: on the finishing chunk
+// of each choice). With n > 1 choices, a whole body's "g4" is the first degenerate choice's
+// verdict (else choice 0's) plus "choices": [the verdict of each choice, by index].
 //
 // Text may hold invalid UTF-8 (a token boundary inside a character); Dump() and SseEvent()
 // serialise with error_handler_t::replace, so it becomes U+FFFD instead of an exception.
@@ -62,6 +64,7 @@ struct ToolCallDelta {
 
 // One finished choice of a non-streaming response.
 struct Choice {
+  int index = 0;                         // 0..n-1
   std::string text;                      // chat: message.content; completions: text
   std::optional<std::string> reasoning;  // chat: "reasoning_content" and "reasoning"
   std::vector<ToolCall> tool_calls;      // chat: message.tool_calls (content null if empty)
@@ -73,6 +76,7 @@ struct Choice {
 
 // One chunk of a stream.
 struct Chunk {
+  int index = 0;                         // the choice it belongs to: 0..n-1
   bool role = false;                     // chat: the first chunk says role "assistant"
   std::optional<std::string> text;       // chat: delta.content; completions: text ("" if unset)
   std::optional<std::string> reasoning;  // chat: delta.reasoning_content and delta.reasoning
@@ -90,20 +94,27 @@ ojson Usage(int64_t prompt_tokens, int64_t completion_tokens);
 
 // {"degenerate": false} or {"degenerate": true, "reason": ..., "start": ...}.
 ojson DegeneracyJson(const DegeneracyVerdict& verdict);
+// One verdict: DegeneracyJson. Several (n > 1): the first degenerate one's (else the first's)
+// plus "choices": each one's, in order.
+ojson DegeneracyJson(const std::vector<DegeneracyVerdict>& verdicts);
 
 // Chat logprobs: {"content": [{"token", "logprob", "bytes", "top_logprobs": [...]}]}.
 ojson ChatLogprobs(const std::vector<TokenLogprob>& tokens);
 // Completions logprobs: {"text_offset", "token_logprobs", "tokens", "top_logprobs"}.
 ojson CompletionLogprobs(const std::vector<TokenLogprob>& tokens, int64_t text_offset);
 
-// object "chat.completion".
+// object "chat.completion". The vector forms take n choices and their verdicts (same order).
 ojson ChatCompletion(const ResponseMeta& meta, const Choice& choice, const ojson& usage,
                      const DegeneracyVerdict& verdict);
+ojson ChatCompletion(const ResponseMeta& meta, const std::vector<Choice>& choices,
+                     const ojson& usage, const std::vector<DegeneracyVerdict>& verdicts);
 // object "chat.completion.chunk".
 ojson ChatChunk(const ResponseMeta& meta, const Chunk& chunk);
 // object "text_completion".
 ojson TextCompletion(const ResponseMeta& meta, const Choice& choice, const ojson& usage,
                      const DegeneracyVerdict& verdict);
+ojson TextCompletion(const ResponseMeta& meta, const std::vector<Choice>& choices,
+                     const ojson& usage, const std::vector<DegeneracyVerdict>& verdicts);
 // object "text_completion" (vLLM reuses it for stream chunks).
 ojson TextChunk(const ResponseMeta& meta, const Chunk& chunk);
 // The include_usage chunk: "choices": [] and the full usage. `object` is

@@ -113,6 +113,11 @@ TEST(SamplingParamsTest, RejectsOutOfRangeNamingTheField) {
       {[](SamplingParams& p) { p.frequency_penalty = -3.0f; }, "frequency_penalty"},
       {[](SamplingParams& p) { p.frequency_penalty = std::numeric_limits<float>::quiet_NaN(); },
        "frequency_penalty"},
+      {[](SamplingParams& p) { p.logit_bias = {{3, 100.5f}}; }, "logit_bias"},
+      {[](SamplingParams& p) { p.logit_bias = {{3, -101.0f}}; }, "logit_bias"},
+      {[](SamplingParams& p) { p.logit_bias = {{-1, 1.0f}}; }, "logit_bias"},
+      {[](SamplingParams& p) { p.logit_bias = {{2, std::numeric_limits<float>::quiet_NaN()}}; },
+       "logit_bias"},
   };
   for (const Case& c : cases) {
     SamplingParams p;
@@ -132,6 +137,7 @@ TEST(SamplingParamsTest, AcceptsBoundaryValues) {
   p.presence_penalty = -2.0f;
   p.frequency_penalty = 2.0f;
   p.repetition_penalty = 0.5f;
+  p.logit_bias = {{0, -100.0f}, {7, 100.0f}};
   EXPECT_TRUE(p.Validate().ok()) << p.Validate().ToString();
   EXPECT_TRUE(Sampler::Create(p).ok());
 }
@@ -516,6 +522,40 @@ TEST(SamplerTest, PenaltiesChangeTheGreedyChoiceAndTheDistribution) {
     chi2 += (counts[id] - e) * (counts[id] - e) / e;
   }
   EXPECT_LT(chi2, ChiSquareCritical(2));
+}
+
+// Logit bias comes first (vLLM's order): +100 forces a token under greedy, -100 bans the
+// argmax, a small bias moves the distribution by exactly exp(bias), ids past the vocabulary
+// are ignored, and a grammar's -inf stays -inf.
+TEST(SamplerTest, LogitBiasForcesBansAndShifts) {
+  const std::vector<float> logits = {5.0f, 1.0f, 0.0f, -3.0f};
+  SamplingParams g = Seeded();
+  g.greedy = true;
+  EXPECT_EQ(Sampler(g).Sample(logits), 0);
+  g.logit_bias = {{3, 100.0f}};
+  EXPECT_EQ(Sampler(g).Sample(logits), 3);
+  g.logit_bias = {{0, -100.0f}, {99, 100.0f}};
+  EXPECT_EQ(Sampler(g).Sample(logits), 1);
+
+  SamplingParams r = Seeded();
+  r.logit_bias = {{1, static_cast<float>(std::log(3.0))}};
+  Sampler s(r);
+  // Equal logits; token 1's weight triples -> probs 1/5, 3/5, 1/5.
+  const std::vector<float> flat = {1.0f, 1.0f, 1.0f};
+  ExpectDistribution(s.Distribution(flat), {{0, 0.2}, {1, 0.6}, {2, 0.2}});
+
+  SamplingParams m = Seeded();
+  m.greedy = true;
+  m.logit_bias = {{2, 100.0f}};
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(Sampler(m).Sample(std::vector<float>{0.0f, 1.0f, -inf}), 1);
+
+  // Before the penalties: 4 + 2 = 6, then / 3 = 2 < 2.5.
+  SamplingParams q = Seeded();
+  q.greedy = true;
+  q.repetition_penalty = 3.0f;
+  q.logit_bias = {{0, 2.0f}};
+  EXPECT_EQ(Sampler(q).Sample(std::vector<float>{4.0f, 2.5f}, std::vector<int32_t>{0}, {}), 1);
 }
 
 // ---- Odd inputs ----

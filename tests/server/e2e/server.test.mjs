@@ -325,7 +325,9 @@ test('client errors are 4xx in the OpenAI shape', async () => {
     ['{"messages": [', 400],
     [{ messages: [] }, 400],
     [{ messages: [{ role: 'wizard', content: 'x' }] }, 400],
-    [{ messages: [{ role: 'user', content: 'x' }], n: 2 }, 400],
+    [{ messages: [{ role: 'user', content: 'x' }], n: 17 }, 400],
+    [{ messages: [{ role: 'user', content: 'x' }], logit_bias: { '5': 101 } }, 400],
+    [{ messages: [{ role: 'user', content: 'x' }], logit_bias: { '999999': 1 } }, 400],
     [{ messages: [{ role: 'user', content: 'x' }], temperature: 'hot' }, 400],
     [{ messages: [{ role: 'user', content: 'x' }], tools: [{ type: 'function', function: { name: 'a b' } }] }, 400],
     [{ messages: [{ role: 'user' }] }, 400],
@@ -339,6 +341,156 @@ test('client errors are 4xx in the OpenAI shape', async () => {
   }
   const nf = await fetch(base + '/v1/nothing');
   assert.equal(nf.status, 404);
+  assert.match((await nf.json()).error.message, /no route GET \/v1\/nothing/);
+  // An unknown model keeps its own message (the no-route handler sees a body and leaves it).
+  const model = await post('/v1/chat/completions',
+                           { messages: [{ role: 'user', content: 'x' }], model: 'gpt-9' });
+  assert.equal(model.status, 404);
+  assert.equal(model.body.error.message, 'The model `gpt-9` does not exist.');
+  assert.equal(model.body.error.param, 'model');
+  assert.equal(model.body.error.type, 'NotFoundError');
+  const vocab = await post('/v1/completions', { prompt: 'x', logit_bias: { '999999': 1 } });
+  assert.equal(vocab.body.error.param, 'logit_bias');
+  assert.match(vocab.body.error.message, /token id 999999 is outside the vocabulary/);
+});
+
+test('a second g4 serve on a port g4 holds fails to bind, naming the address', async () => {
+  const { port } = new URL(base);
+  const proc = spawn(G4, ['serve', '--model', join(dir, 'model'), '--port', port],
+                     { stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  // Either it exits, or it says it listens (shares the port): then it is stopped and fails.
+  const listening = new Promise((resolve) => proc.stderr.on('data', (d) => {
+    log += d;
+    if (/listening on/.test(log)) resolve('listening');
+  }));
+  const exited = new Promise((resolve) => proc.on('exit', (c) => resolve(c)));
+  const first = await Promise.race([listening, exited]);
+  if (first === 'listening') {
+    proc.kill('SIGKILL');
+    assert.fail(`a second server started on port ${port}:\n${log}`);
+  }
+  assert.notEqual(first, 0, log);
+  assert.match(log, new RegExp(`cannot bind 127\\.0\\.0\\.1:${port}`));
+  assert.equal((await fetch(base + '/health')).status, 200);
+});
+
+test('n choices: indices 0..n-1, independent samples, usage counts the prompt once', async () => {
+  const req = { model: 'tiny', prompt: 'Random:', max_tokens: 6, temperature: 1.0, top_k: 0,
+                ignore_eos: true, seed: 5 };
+  const one = await client.completions.create(req);
+  const r = await client.completions.create({ ...req, n: 3 });
+  assert.deepEqual(r.choices.map((c) => c.index), [0, 1, 2]);
+  assert.equal(new Set(r.choices.map((c) => c.text)).size, 3, 'three samples, not one thrice');
+  assert.equal(r.choices[0].text, one.choices[0].text, 'choice 0 draws with the seed itself');
+  assert.equal(r.usage.prompt_tokens, one.usage.prompt_tokens);
+  assert.equal(r.usage.completion_tokens, 18);
+  assert.equal(r.g4.choices.length, 3);
+  // Greedy: n identical answers (what OpenAI and vLLM give).
+  const g = await client.chat.completions.create({
+    model: 'tiny', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 5, temperature: 0,
+    ignore_eos: true, n: 2 });
+  assert.equal(g.choices.length, 2);
+  assert.equal(g.choices[0].message.content, g.choices[1].message.content);
+  assert.equal(g.usage.completion_tokens, 10);
+});
+
+test('n choices streamed: each index has its role, text and finish; equal to non-streamed', async () => {
+  const req = { model: 'tiny', messages: [{ role: 'user', content: 'Tell me' }], max_tokens: 7,
+                temperature: 1.0, top_k: 0, ignore_eos: true, seed: 11, n: 3 };
+  const whole = await client.chat.completions.create(req);
+  const stream = await client.chat.completions.create({ ...req, stream: true,
+                                                        stream_options: { include_usage: true } });
+  const text = ['', '', ''], roles = [0, 0, 0], finish = [null, null, null];
+  let usage = null;
+  for await (const chunk of stream) {
+    if (chunk.usage) usage = chunk.usage;
+    for (const c of chunk.choices) {
+      assert.equal(finish[c.index], null, `choice ${c.index} went on after its finish`);
+      if (c.delta.role) ++roles[c.index];
+      text[c.index] += c.delta.content ?? '';
+      if (c.finish_reason) {
+        finish[c.index] = c.finish_reason;
+        assert.equal(typeof chunk.g4.degenerate, 'boolean');
+      }
+    }
+  }
+  assert.deepEqual(roles, [1, 1, 1]);
+  assert.deepEqual(finish, ['length', 'length', 'length']);
+  assert.deepEqual(text, whole.choices.map((c) => c.message.content));
+  assertSameUsage(usage, whole.usage);
+  // Completions stream the same way.
+  const cs = await client.completions.create({ model: 'tiny', prompt: 'Go', max_tokens: 4,
+                                               temperature: 0, ignore_eos: true, n: 2,
+                                               stream: true });
+  const ctext = ['', ''];
+  for await (const chunk of cs) for (const c of chunk.choices) ctext[c.index] += c.text;
+  assert.ok(ctext[0].length > 0);
+  assert.equal(ctext[0], ctext[1]);
+});
+
+// The id of one token's text (the tiny model's greedy picks are whole vocabulary pieces).
+async function tokenId(text) {
+  const t = await post('/tokenize', { prompt: text, add_special_tokens: false });
+  assert.equal(t.body.tokens.length, 1, `"${text}" is not one token: ${t.body.tokens}`);
+  return t.body.tokens[0];
+}
+
+test('logit_bias: +100 forces a token under greedy, -100 bans the greedy one', async () => {
+  const req = { model: 'tiny', prompt: 'The capital of France is', max_tokens: 1,
+                temperature: 0, ignore_eos: true };
+  const first = (await client.completions.create(req)).choices[0].text;
+  const greedy = await tokenId(first);
+  const banned = await client.completions.create({ ...req, logit_bias: { [greedy]: -100 } });
+  assert.notEqual(banned.choices[0].text, first);
+  const paris = await tokenId(' Paris');
+  const forced = await client.completions.create({ ...req, max_tokens: 3,
+                                                   logit_bias: { [paris]: 100 } });
+  assert.equal(forced.choices[0].text, ' Paris Paris Paris');
+  // Chat too, streamed.
+  const s = await client.chat.completions.create({
+    model: 'tiny', messages: [{ role: 'user', content: 'x' }], max_tokens: 2, temperature: 0,
+    ignore_eos: true, logit_bias: { [paris]: 100 }, stream: true });
+  let text = '';
+  for await (const chunk of s) text += chunk.choices[0]?.delta?.content ?? '';
+  assert.equal(text, ' Paris Paris');
+});
+
+test('stop_on_degenerate: a looping answer stops with finish_reason stop and the verdict', async () => {
+  // A loop forced by logit_bias: one token over and over trips the run check well within 100.
+  const req = { model: 'tiny', prompt: 'Once', max_tokens: 100, temperature: 0, ignore_eos: true,
+                logit_bias: { [await tokenId(' Paris')]: 100 } };
+  const loop = await client.completions.create(req);
+  assert.equal(loop.g4.degenerate, true, 'the tiny model did not loop: nothing to stop');
+  assert.equal(loop.choices[0].finish_reason, 'length');
+  const cut = await client.completions.create({ ...req, stop_on_degenerate: true });
+  assert.equal(cut.choices[0].finish_reason, 'stop');
+  assert.equal(cut.g4.degenerate, true);
+  assert.ok(cut.usage.completion_tokens < 100, `${cut.usage.completion_tokens} tokens`);
+  assert.ok(loop.choices[0].text.startsWith(cut.choices[0].text));
+  // The server's default: --stop-on-degenerate, which a request may turn off.
+  const stopping = await startServer(['--stop-on-degenerate']);
+  try {
+    const post2 = (body) => fetch(stopping.url + '/v1/completions', {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
+    }).then((r) => r.json());
+    const d = await post2(req);
+    assert.equal(d.choices[0].finish_reason, 'stop');
+    assert.equal(d.usage.completion_tokens, cut.usage.completion_tokens);
+    const off = await post2({ ...req, stop_on_degenerate: false });
+    assert.equal(off.usage.completion_tokens, 100);
+    // Streamed: the finishing chunk says stop and carries the verdict.
+    const r = await fetch(stopping.url + '/v1/completions', {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ...req, stream: true }) });
+    const events = (await r.text()).split('\n\n').filter((e) => e.startsWith('data: {'))
+      .map((e) => JSON.parse(e.slice(6)));
+    const last = events.find((e) => e.choices[0]?.finish_reason);
+    assert.equal(last.choices[0].finish_reason, 'stop');
+    assert.equal(last.g4.degenerate, true);
+  } finally {
+    assert.equal(await stopServer(stopping), 0);
+  }
 });
 
 test('hundreds of malformed bodies: every answer a 4xx, server stays up', async () => {
