@@ -273,6 +273,7 @@ int Chat(const ChatArgs& a) {
 
 RunFn AddChatCommand(CLI::App& app) {
   auto a = std::make_shared<ChatArgs>();
+  a->gen.max_tokens = 1024;  // a chat answer is often longer than run's 128
   CLI::App* sub = app.add_subcommand(
       "chat", "Chat with the model in the terminal: one line per turn, the answer streamed");
   AddModelOptions(sub, &a->model);
@@ -281,7 +282,7 @@ RunFn AddChatCommand(CLI::App& app) {
   a->gen.Register(sub);
   sub->footer(std::string("Commands at the prompt:\n") + kHelp +
               "Without a terminal on stdin (a pipe): no prompt, each line is answered, and the "
-              "end of input quits.");
+              "end of input quits.\n--max-tokens is 1024 unless given.");
   return [a] { return Chat(*a); };
 }
 

@@ -42,7 +42,7 @@ class WriteProgress {
     char rate[64];
     std::snprintf(rate, sizeof rate, "%.1f s, %.0f MiB/s", s,
                   s > 0 ? static_cast<double>(bytes_) / (1 << 20) / s : 0.0);
-    line_.Report("make-model: " + Mib(bytes_) + " written", true);
+    line_.End();
     LogInfo("wrote " + out + " (" + Mib(bytes_) + " of tensors in " + rate + ")");
   }
 

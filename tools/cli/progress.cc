@@ -31,6 +31,11 @@ void ProgressLine::Report(const std::string& text, bool last) {
   std::fflush(stderr);
 }
 
+void ProgressLine::End() {
+  if (printed_ && tty_) std::fputs("\n", stderr);
+  printed_ = false;
+}
+
 ProgressFn PrefillProgress(int interval_ms) {
   auto line = std::make_shared<ProgressLine>(interval_ms);
   return [line](int64_t done, int64_t total) {

@@ -27,6 +27,8 @@ class ProgressLine {
   explicit ProgressLine(int interval_ms);
   // Prints `text` (one step's state) if it is time to; `last`: the step that ends the work.
   void Report(const std::string& text, bool last);
+  // Ends a terminal's overwritten line, when one was printed (the caller's summary follows).
+  void End();
   // Seconds since construction.
   double Elapsed() const;
 
