@@ -1,7 +1,8 @@
 // Generate: token-by-token generation for one sequence — chunked prefill into a fresh KV
 // cache, then one decode step per token, with sampling, stop ids and stop strings, max tokens,
 // and the degeneracy (token-loop) check on every token. Decode speed is timed over the decode
-// steps alone, apart from prefill and end-to-end time.
+// steps alone, apart from prefill and end-to-end time. GenerateInCache continues a cache that
+// holds the start of the prompt (a chat's next turn).
 #pragma once
 
 #include <functional>
@@ -48,11 +49,14 @@ struct GenerationOptions {
 
 struct GenerationStats {
   int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;  // of prompt_tokens, already in the cache (GenerateInCache)
   int64_t generated_tokens = 0;
   int64_t decode_steps = 0;  // forward passes of one token
   double prefill_seconds = 0, decode_seconds = 0, total_seconds = 0;
 
-  double PrefillTokensPerSecond() const { return Rate(prompt_tokens, prefill_seconds); }
+  double PrefillTokensPerSecond() const {
+    return Rate(prompt_tokens - cached_tokens, prefill_seconds);
+  }
   double DecodeTokensPerSecond() const { return Rate(decode_steps, decode_seconds); }
   double EndToEndTokensPerSecond() const { return Rate(generated_tokens, total_seconds); }
 
@@ -85,5 +89,16 @@ StatusOr<GenerationResult> Generate(const CausalLM& model, Backend& backend,
                                     std::span<const int32_t> prompt,
                                     const GenerationOptions& options,
                                     const GenerationCallbacks& callbacks = {});
+
+// Generate in a cache that already holds prompt[0, cache.size()) (the prompt and answer of a
+// chat's previous turn, whose next prompt extends them): only the rest is prefilled. The caller
+// vouches for the cached ids; cache.size() must be < prompt.size() (the last prompt position is
+// run for its logits). Afterwards the cache holds prompt + the generated tokens that were run:
+// (prompt ++ result.tokens)[0, cache.size()). options.max_context is ignored: the cache's rules.
+StatusOr<GenerationResult> GenerateInCache(const CausalLM& model, Backend& backend,
+                                           SequenceKvCache& cache,
+                                           std::span<const int32_t> prompt,
+                                           const GenerationOptions& options,
+                                           const GenerationCallbacks& callbacks = {});
 
 }  // namespace g4

@@ -117,5 +117,39 @@ TEST_F(GenerateOnTinyBf16, PromptPastTheContextIsAnErrorBeforeAnyWork) {
   EXPECT_THAT(r.status().message(), ::testing::HasSubstr("longer than the context of 10"));
 }
 
+// A chat's next turn in the cache of its last one: the turn's prompt is the last prompt, the
+// answer tokens that were run, and new ids; continuing the cache answers what a fresh prefill of
+// the whole prompt answers, and only the new part is prefilled.
+TEST_F(GenerateOnTinyBf16, GenerateInCacheContinuesWhereTheCacheEnds) {
+  auto cache = SequenceKvCache::Create(model_->info().layers, 128);
+  ASSERT_TRUE(cache.ok());
+  auto first = GenerateInCache(*model_, backend_, **cache, prompt_, Greedy(5));
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->tokens, (std::vector<int32_t>{141, 183, 124, 467, 496}));
+  // The last sampled token was never run: the cache holds the prompt and 4 answer tokens.
+  ASSERT_EQ((*cache)->size(), static_cast<int32_t>(prompt_.size()) + 4);
+  std::vector<int32_t> next = prompt_;
+  next.insert(next.end(), first->tokens.begin(), first->tokens.end());
+  next.insert(next.end(), {5, 9, 11});
+  std::vector<int32_t> progress;
+  GenerationCallbacks cb;
+  cb.on_prefill_progress = [&](int64_t done, int64_t total) {
+    progress.push_back(static_cast<int32_t>(done));
+    EXPECT_EQ(total, 4);
+  };
+  auto continued = GenerateInCache(*model_, backend_, **cache, next, Greedy(8), cb);
+  ASSERT_TRUE(continued.ok()) << continued.status().ToString();
+  EXPECT_EQ(continued->stats.prompt_tokens, static_cast<int64_t>(next.size()));
+  EXPECT_EQ(continued->stats.cached_tokens, static_cast<int64_t>(prompt_.size()) + 4);
+  EXPECT_EQ(progress, (std::vector<int32_t>{4}));  // the new part only: 496, 5, 9, 11
+  auto fresh = Generate(*model_, backend_, next, Greedy(8));
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_EQ(continued->tokens, fresh->tokens);
+  // A prompt that does not extend the cache is refused.
+  auto same = GenerateInCache(*model_, backend_, **cache, prompt_, Greedy(2));
+  ASSERT_FALSE(same.ok());
+  EXPECT_THAT(same.status().message(), ::testing::HasSubstr("must extend it"));
+}
+
 }  // namespace
 }  // namespace g4

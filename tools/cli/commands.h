@@ -16,6 +16,7 @@ RunFn AddMakeModelCommand(CLI::App& app);
 RunFn AddGenerateCommand(CLI::App& app);
 RunFn AddServeCommand(CLI::App& app);
 RunFn AddRunCommand(CLI::App& app);
+RunFn AddChatCommand(CLI::App& app);
 RunFn AddTokenizeCommand(CLI::App& app);
 RunFn AddDetokenizeCommand(CLI::App& app);
 RunFn AddBenchCommand(CLI::App& app);

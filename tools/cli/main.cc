@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   add(g4::cli::AddGenerateCommand);
   add(g4::cli::AddServeCommand);
   add(g4::cli::AddRunCommand);
+  add(g4::cli::AddChatCommand);
   add(g4::cli::AddTokenizeCommand);
   add(g4::cli::AddDetokenizeCommand);
   add(g4::cli::AddBenchCommand);

@@ -1,12 +1,14 @@
 // `g4 make-model`: writes a synthetic real-format Gemma 4 checkpoint (see model/synthetic.h).
 // With --tokenizer, the checkpoint also gets Gemma 4's tokenizer files made from Google's Gemma 3
 // tokenizer.json (tokenizer/gemma4_vocab.h), and its vocabulary is that tokenizer's.
+#include <cstdio>
 #include <filesystem>
 #include <memory>
 
 #include "commands.h"
 #include "core/log.h"
 #include "model/gemma4/synthetic.h"
+#include "progress.h"
 #include "tokenizer/gemma4_vocab.h"
 #include "tokenizer/gguf_vocab.h"
 
@@ -18,20 +20,51 @@ int Fail(const Status& s) {
   return 1;
 }
 
+// "12.3 MiB"
+std::string Mib(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return buf;
+}
+
+// Reports the tensor bytes written every --progress-interval-ms while the writer runs; Done()
+// says what was written, how much and how fast.
+class WriteProgress {
+ public:
+  WriteProgress(int interval_ms, SyntheticOptions* o) : line_(interval_ms) {
+    o->on_bytes = [this](uint64_t bytes) {
+      bytes_ = bytes;
+      line_.Report("make-model: " + Mib(bytes) + " written", false);
+    };
+  }
+  void Done(const std::string& out) {
+    const double s = line_.Elapsed();
+    char rate[64];
+    std::snprintf(rate, sizeof rate, "%.1f s, %.0f MiB/s", s,
+                  s > 0 ? static_cast<double>(bytes_) / (1 << 20) / s : 0.0);
+    line_.End();
+    LogInfo("wrote " + out + " (" + Mib(bytes_) + " of tensors in " + rate + ")");
+  }
+
+ private:
+  ProgressLine line_;
+  uint64_t bytes_ = 0;
+};
+
 struct MakeModelArgs {
   SyntheticOptions options;
   std::string dtype = "bf16";
   std::string out;
   std::string tokenizer;  // a Gemma 3 tokenizer.json, converted to Gemma 4's
   std::string format = "safetensors";  // or "gguf": --out is then the .gguf file
+  int progress_ms = 500;
   // -1: keep the preset's value.
   int layers = -1, hidden = -1, vocab = -1, heads = -1, kv_heads = -1, intermediate = -1,
       window = -1, shared = -1, ple_dim = -1;
 };
 
 // A checkpoint without a tokenizer runs from token ids only: say so when writing it.
-void LogWritten(const MakeModelArgs& a) {
-  LogInfo("wrote " + a.out);
+void WarnIfNoTokenizer(const MakeModelArgs& a) {
   if (a.tokenizer.empty()) {
     LogWarning(a.out + " has no tokenizer: `g4 logits` and `g4 generate --ids` run it; `run`, "
                "`serve` and text prompts need one (add --tokenizer PATH/tokenizer.json)");
@@ -64,9 +97,11 @@ int RunGguf(MakeModelArgs& a) {
       return AddGgufTokenizerMetadata(*json, {true, files.chat_template_jinja}, md);
     };
   }
+  WriteProgress progress(a.progress_ms, &o);
   const Status s = WriteSyntheticGguf(o, quant, tokenizer, a.out);
   if (!s.ok()) return Fail(s);
-  LogWritten(a);
+  progress.Done(a.out);
+  WarnIfNoTokenizer(a);
   return 0;
 }
 
@@ -115,12 +150,14 @@ int Run(MakeModelArgs& a) {
     }
     if (!o.vocab) o.vocab = *vocab;
   }
+  WriteProgress progress(a.progress_ms, &o);
   const Status s = WriteSyntheticCheckpoint(o, a.out);
   if (!s.ok()) {
     LogError(s.ToString());
     return 1;
   }
-  LogWritten(a);
+  progress.Done(a.out);
+  WarnIfNoTokenizer(a);
   return 0;
 }
 
@@ -154,6 +191,7 @@ RunFn AddMakeModelCommand(CLI::App& app) {
                   "scales) like the -qat-w4a16-ct exports. With --format gguf: f32 | f16 | bf16 | "
                   "q8_0 | q4_0 (linears Q4_0, embeddings Q6_K, norms F32)");
   sub->add_option("--quant-group", a->options.quant_group, "Group size of --quant w4a16 (32)");
+  AddProgressOption(sub, &a->progress_ms);
   sub->add_flag("--text-only", a->options.text_only_layout,
                 "Gemma4ForCausalLM layout (model. prefix, flat config)");
   return [a] { return Run(*a); };

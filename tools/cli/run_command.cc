@@ -1,7 +1,7 @@
 // `g4 run`: text in, streamed text out. Prompt tokens, prefill tok/s, decode tok/s (decode
 // steps only), end-to-end tok/s and the degeneracy verdict go to stderr at the end; a long
-// prompt shows its prefill progress. --json-schema FILE holds the answer to a JSON Schema (the
-// grammar of response_format json_schema).
+// prefill shows its progress every --progress-interval-ms. --json-schema FILE holds the answer to
+// a JSON Schema (the grammar of response_format json_schema).
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "core/log.h"
 #include "loader/json_file.h"
+#include "progress.h"
 #include "runtime/generator.h"
 #include "runtime/grammar/grammar.h"
 #include "sampling_flags.h"
@@ -27,6 +28,7 @@ struct RunArgs {
   std::string prompt;
   bool chat = false, think = false;
   std::string json_schema;  // a JSON Schema file: the answer is constrained to it
+  int progress_ms = kDefaultProgressIntervalMs;
   GenerationFlags gen;
 };
 
@@ -86,13 +88,7 @@ int Run(RunArgs& a) {
     std::fflush(stdout);
     return true;
   };
-  if (prompt.size() > 256) {
-    cb.on_prefill_progress = [](int64_t done, int64_t total) {
-      std::fprintf(stderr, "\rg4: prefill %lld/%lld tokens", static_cast<long long>(done),
-                   static_cast<long long>(total));
-      if (done == total) std::fprintf(stderr, "\n");
-    };
-  }
+  cb.on_prefill_progress = PrefillProgress(a.progress_ms);
   auto r = Generate(model, backend, prompt, options, cb);
   if (!r.ok()) return fail(r.status());
   const std::string tail = decoder.Finish();
@@ -114,6 +110,7 @@ RunFn AddRunCommand(CLI::App& app) {
   sub->add_option("--json-schema", a->json_schema,
                   "JSON Schema file: the answer is JSON valid against it (constrained decoding)")
       ->check(CLI::ExistingFile);
+  AddProgressOption(sub, &a->progress_ms);
   a->gen.Register(sub);
   return [a] { return Run(*a); };
 }

@@ -5,12 +5,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <vector>
 
 #include "core/thread_pool.h"
 #include "loader/compressed_tensors.h"
 #include "loader/safetensors_writer.h"
 #include "model/gemma4/config.h"
+#include "model/gemma4/synthetic_internal.h"
 #include "model/gemma4/tensors.h"
 #include "model/decoder/weights.h"
 #include "ops/quantize.h"
@@ -183,6 +185,33 @@ float TensorValue(const TensorSlot& slot, int hidden, uint64_t key, int64_t i) {
   return InitValue(slot, hidden, SplitMix64(key + static_cast<uint64_t>(i)));
 }
 
+TensorFill CountBytes(TensorFill fill, std::function<void(uint64_t)> on_bytes) {
+  if (!on_bytes) return fill;
+  // Forwards each write and reports the running total.
+  class Counter : public ByteSink {
+   public:
+    Counter(ByteSink& inner, uint64_t* total, const std::function<void(uint64_t)>& report)
+        : inner_(inner), total_(total), report_(report) {}
+    Status Write(const void* p, size_t n) override {
+      G4_RETURN_IF_ERROR(inner_.Write(p, n));
+      *total_ += n;
+      report_(*total_);
+      return Status::Ok();
+    }
+
+   private:
+    ByteSink& inner_;
+    uint64_t* total_;
+    const std::function<void(uint64_t)>& report_;
+  };
+  auto total = std::make_shared<uint64_t>(0);
+  return [fill = std::move(fill), on_bytes = std::move(on_bytes), total](size_t index,
+                                                                         ByteSink& sink) {
+    Counter counter(sink, total.get(), on_bytes);
+    return fill(index, counter);
+  };
+}
+
 }  // namespace synthetic_internal
 
 StatusOr<ordered_json> SyntheticConfig(const SyntheticOptions& o) {
@@ -345,7 +374,8 @@ Status WriteSyntheticCheckpoint(const SyntheticOptions& o, const std::string& ou
     }
     return Internal("make-model: unknown tensor part");
   };
-  return WriteShardedSafetensors(out_dir, specs, o.max_shard_bytes, fill);
+  return WriteShardedSafetensors(out_dir, specs, o.max_shard_bytes,
+                                 synthetic_internal::CountBytes(fill, o.on_bytes));
 }
 
 }  // namespace g4

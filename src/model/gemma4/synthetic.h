@@ -34,6 +34,8 @@ struct SyntheticOptions {
   std::string quant;
   int quant_group = 32;
   bool text_only_layout = false;  // "model." prefix and a flat gemma4_text config
+  // Called with the tensor bytes written so far, after each write (make-model's progress).
+  std::function<void(uint64_t bytes)> on_bytes;
 };
 
 // The config.json object the options describe (validated by ParseModelConfig).

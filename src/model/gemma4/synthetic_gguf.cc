@@ -246,7 +246,7 @@ Status WriteSyntheticGguf(const SyntheticOptions& o, const std::string& gguf_qua
     }
     return Status::Ok();
   };
-  return WriteGguf(path, md, specs, fill);
+  return WriteGguf(path, md, specs, synthetic_internal::CountBytes(fill, o.on_bytes));
 }
 
 }  // namespace g4

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
+#include "loader/safetensors_writer.h"
 #include "model/gemma4/tensors.h"
 
 namespace g4::synthetic_internal {
@@ -14,5 +16,9 @@ uint64_t TensorKey(uint64_t seed, const std::string& slot_name);
 
 // Element i (row-major over slot.shape) of the tensor with key `key`.
 float TensorValue(const TensorSlot& slot, int hidden, uint64_t key, int64_t i);
+
+// `fill` with the running count of the bytes it wrote passed to `on_bytes` after each write
+// (SyntheticOptions::on_bytes); `fill` itself when on_bytes is empty.
+TensorFill CountBytes(TensorFill fill, std::function<void(uint64_t)> on_bytes);
 
 }  // namespace g4::synthetic_internal
