@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 
 APT_PKGS=(cmake ninja-build g++ pkg-config libhwy-dev nlohmann-json3-dev libcli11-dev
           libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev libcurl4-openssl-dev
-          python3-venv clang-14 libclang-rt-14-dev llvm-14)  # clang/libFuzzer/llvm-symbolizer: scripts/fuzz.sh
+          python3-venv clang-14 libclang-rt-14-dev llvm-14  # clang/libFuzzer/llvm-symbolizer: scripts/fuzz.sh
+          nginx)  # the load balancer of deploy/local, in tests/deploy
 
 # Node.js runs the tokenizer parity and server tests; install Debian's only if none is present
 # (these machines ship a newer one).
