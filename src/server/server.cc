@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 
 #include "core/log.h"
 #include "server/http/deadline_server.h"
@@ -454,7 +455,16 @@ Status Server::Bind() {
 }
 
 void Server::Start() {
-  listener_ = std::thread([this] { http_->listen_after_bind(); });
+  listener_done_ = false;
+  listener_ = std::thread([this] {
+    http_->listen_after_bind();
+    listener_done_ = true;
+  });
+  // httplib's stop() does nothing until the listener runs: a Stop() right after Start() would
+  // then wait forever in accept(). Return once it runs (or has already given up).
+  while (!http_->is_running() && !listener_done_.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 void Server::SetReady(ServingState state) {

@@ -62,7 +62,7 @@ class Server {
   // Binds host:port (port 0 picks a free one). Error names the address.
   Status Bind();
   int port() const { return port_; }
-  // Serves on a background thread until Stop().
+  // Serves on a background thread until Stop(); returns once the listener runs.
   void Start();
   // Installs the model and starts answering generation requests.
   void SetReady(ServingState state);
@@ -82,6 +82,7 @@ class Server {
   std::atomic<bool> draining_{false};
   int port_ = 0;
   std::thread listener_;
+  std::atomic<bool> listener_done_{false};  // listen_after_bind() returned
 };
 
 }  // namespace g4

@@ -222,6 +222,20 @@ TEST_F(HttpServerTest, APortOutsideSixteenBitsIsRefused) {
   }
 }
 
+// Stop() right after Start() must not wait forever: httplib's stop() is a no-op until its
+// listener runs, so Start() returns only once it does (ASan's slow thread start exposed it).
+TEST(HttpServerStopTest, StopRightAfterStartReturns) {
+  Metrics metrics("quick");
+  for (int i = 0; i < 50; ++i) {
+    ServerOptions so;
+    so.port = 0;
+    Server s(so, &metrics);
+    ASSERT_TRUE(s.Bind().ok());
+    s.Start();
+    s.Stop();
+  }
+}
+
 // n choices: n sequences in the engine, every index once, usage counting each choice's
 // tokens; streamed, each index gets its chunks and its own finish; a client leaving frees all.
 TEST_F(HttpServerTest, SeveralChoicesStreamedAndWhole) {
