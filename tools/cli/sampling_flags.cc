@@ -41,15 +41,7 @@ Status GenerationFlags::Validate() const {
   G4_RETURN_IF_ERROR(at_least("--prefill-chunk", prefill_chunk, 1));
   G4_RETURN_IF_ERROR(at_least("--context", context, 0));
   G4_RETURN_IF_ERROR(at_least("--seed", seed, -1));
-  SamplingParams p;
-  p.temperature = temperature;
-  p.top_k = top_k;
-  p.top_p = top_p;
-  p.min_p = min_p;
-  p.repetition_penalty = repetition_penalty;
-  p.presence_penalty = presence_penalty;
-  p.frequency_penalty = frequency_penalty;
-  Status s = p.Validate();
+  Status s = Sampling().Validate();
   if (s.ok()) return s;
   // The sampler names its fields ("SamplingParams.top_p must be ..."): say the flag instead.
   std::string message = s.message();
@@ -64,18 +56,24 @@ Status GenerationFlags::Validate() const {
   return InvalidArgument(message);
 }
 
+SamplingParams GenerationFlags::Sampling() const {
+  SamplingParams p;
+  p.greedy = greedy;
+  p.temperature = temperature;
+  p.top_k = top_k;
+  p.top_p = top_p;
+  p.min_p = min_p;
+  p.repetition_penalty = repetition_penalty;
+  p.presence_penalty = presence_penalty;
+  p.frequency_penalty = frequency_penalty;
+  if (seed >= 0) p.seed = static_cast<uint64_t>(seed);
+  return p;
+}
+
 GenerationOptions GenerationFlags::ToOptions(const ModelInfo& model) const {
   GenerationOptions o;
   o.max_tokens = max_tokens;
-  o.sampling.greedy = greedy;
-  o.sampling.temperature = temperature;
-  o.sampling.top_k = top_k;
-  o.sampling.top_p = top_p;
-  o.sampling.min_p = min_p;
-  o.sampling.repetition_penalty = repetition_penalty;
-  o.sampling.presence_penalty = presence_penalty;
-  o.sampling.frequency_penalty = frequency_penalty;
-  if (seed >= 0) o.sampling.seed = static_cast<uint64_t>(seed);
+  o.sampling = Sampling();
   o.stop_ids.assign(model.eos_ids.begin(), model.eos_ids.end());
   o.stop_strings = stop;
   o.ignore_eos = ignore_eos;

@@ -29,6 +29,8 @@ struct GenerationFlags {
   // Registers the flags; a value out of range fails the parse with an error naming its flag.
   void Register(CLI::App* app);
   Status Validate() const;
+  // The sampling flags as the sampler takes them (ToOptions and Validate share this).
+  SamplingParams Sampling() const;
   // Options with the checkpoint's stop ids.
   GenerationOptions ToOptions(const ModelInfo& model) const;
 };
