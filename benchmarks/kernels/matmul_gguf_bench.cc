@@ -213,6 +213,50 @@ void GgufShapes(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_MatVecGguf)->Apply(GgufShapes)->UseRealTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
 
+// Decode as a forward pass streams it: `count` distinct weights [N, K] in turn (64 of E2B's
+// [6144, 1536] Q4_0 are 340 MB, far past the caches), through MatMulQ8a on the rows as stored
+// (packed 0) or on the panels packed at load (packed 1, kernels/cpu/matmul_q8a_packed.h); GB/s
+// of the stored weights. One [262144, 1536] matrix is a single long stream per thread: what
+// the kernel streams when calls do not start and end every few MB.
+// args: N, K, kind, count, packed, threads (1, or 0 for the whole pool).
+void BM_MatVecQ8aPacked(benchmark::State& state) {
+  const int64_t N = state.range(0), K = state.range(1), count = state.range(3);
+  const QuantKind kind = static_cast<QuantKind>(state.range(2));
+  ThreadPool& pool = BenchPool(state.range(5));
+  KeepOnlyShape(N, K, count);
+  const Buffers& b = GetBuffers(kind, N, K, count);
+  std::vector<TensorView> views;
+  std::vector<std::shared_ptr<const void>> panels;
+  for (int64_t m = 0; m < count; ++m) {
+    views.push_back(View(kind, b, N, K, m));
+    if (state.range(4) == 0) continue;
+    panels.push_back(cpu::PackQ8aWeight(pool, views.back()));
+    if (!panels.back()) return state.SkipWithError("no packed panels on this CPU");
+    views.back().quant.panels = panels.back().get();
+  }
+  std::vector<float> x(static_cast<size_t>(K)), y(static_cast<size_t>(N));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) * 0.25f - 0.75f;
+  int64_t m = 0;
+  for (auto _ : state) {
+    cpu::MatMulQ8a(pool, views[static_cast<size_t>(m)], x.data(), 1, y.data());
+    benchmark::DoNotOptimize(y.data());
+    m = (m + 1) % count;
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(views[0].nbytes()));
+  state.SetLabel(std::string("threads=") + std::to_string(pool.size()) + " " + QuantKindName(kind) +
+                 (state.range(4) ? " packed" : " rows") + " q8:" + cpu::MatMulQ8aKernel());
+}
+BENCHMARK(BM_MatVecQ8aPacked)
+    ->ArgsProduct({{6144}, {1536}, {static_cast<int64_t>(QuantKind::kQ4_0)}, {64}, {0, 1}, {0, 1}})
+    ->ArgsProduct({{1536}, {6144}, {static_cast<int64_t>(QuantKind::kQ4_0)}, {64}, {0, 1}, {0}})
+    ->ArgsProduct({{2048}, {640}, {static_cast<int64_t>(QuantKind::kQ5_0)}, {256}, {0, 1}, {0, 1}})
+    ->ArgsProduct({{262144}, {640}, {static_cast<int64_t>(QuantKind::kQ8_0)}, {1}, {0, 1}, {0}})
+    ->ArgsProduct({{262144}, {1536}, {static_cast<int64_t>(QuantKind::kQ4_0)}, {1}, {0, 1}, {0, 1}})
+    ->ArgNames({"N", "K", "kind", "count", "packed", "threads"})
+    ->UseRealTime()
+    ->MinTime(0.5)
+    ->Unit(benchmark::kMicrosecond);
+
 // args: N, K, kind, T, threads, q8 (as BM_MatVecGguf).
 void BM_MatMulGguf(benchmark::State& state) {
   const int64_t N = state.range(0), K = state.range(1), T = state.range(3);

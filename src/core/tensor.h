@@ -53,6 +53,9 @@ struct QuantInfo {
   DType scale_dtype = DType::kBF16;
   int64_t group_size = 0;        // divides K; K itself means one scale per row
   int64_t row_bytes = 0;         // bytes from one packed row to the next (>= K / 2 or K)
+  // The same weight repacked at load for one backend's kernels (PackWeightFn,
+  // ops/matmul_q8a.h), or null. Opaque: kernels that do not know it read `data`.
+  const void* panels = nullptr;
 };
 
 struct TensorView {

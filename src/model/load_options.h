@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "ops/matmul_q8a.h"
 
 namespace g4 {
 
@@ -34,6 +35,10 @@ struct LoadOptions {
   // which streams faster than the int8-per-row copy through the f32 kernel (docs/speed.md).
   bool int8_matvec = false;
   int threads = 0;  // for load-time copies; <= 0: all cores
+  // The backend's load-time layout for its matmuls (Backend::weight_packer()): every linear
+  // and the LM head it returns panels for gets them (QuantInfo::panels), and the mapped pages
+  // it packed from are released. Null: weights are used as loaded.
+  PackWeightFn pack_weight = nullptr;
 };
 
 }  // namespace g4

@@ -182,8 +182,11 @@ const OpTable& GetOpTable(BackendKind kind, MatVec matvec) {
   // MatVec::kQ8: every matmul through MatMulQ8a (ops/matmul_q8a.h).
   static const OpTable ref_q8_table =
       WithMatMul<ref::MatMulQ8a, ref::GeluMul, ref::ResidualNorm>(MakeRefTable());
-  static const OpTable cpu_q8_table =
-      WithMatMul<cpu::MatMulQ8a, cpu::GeluMul, cpu::ResidualNorm>(MakeCpuTable());
+  static const OpTable cpu_q8_table = [] {
+    OpTable t = WithMatMul<cpu::MatMulQ8a, cpu::GeluMul, cpu::ResidualNorm>(MakeCpuTable());
+    t.pack_weight = cpu::PackQ8aWeight;
+    return t;
+  }();
 #ifdef G4_HAS_CUDA
   static const OpTable cuda_table = MakeCudaTable();
   if (kind == BackendKind::kCuda) return cuda_table;

@@ -16,6 +16,7 @@
 #include "ops/graph.h"
 #include "ops/kv_write.h"
 #include "ops/matmul.h"
+#include "ops/matmul_q8a.h"
 #include "ops/memory.h"
 #include "ops/norm_rope.h"
 #include "ops/profiler.h"
@@ -61,6 +62,7 @@ struct OpTable {
   KvWriteFn kv_write = nullptr;
   ResidualNormFn residual_norm = nullptr;
   NormRopeFn norm_rope = nullptr;
+  PackWeightFn pack_weight = nullptr;  // null: weights are used as loaded
 };
 
 // The table of one backend. Ops a backend does not implement fall back to the ref kernel (the
@@ -90,6 +92,8 @@ class Backend {
 
   BackendKind kind() const { return kind_; }
   MatVec matvec() const { return matvec_; }
+  // How this backend's matmuls want quantized linears repacked at load (LoadOptions), or null.
+  PackWeightFn weight_packer() const { return ops_.pack_weight; }
   ThreadPool& pool() { return pool_; }
   // Where the op pointers live: activations and KV caches are allocated here (ops/memory.h).
   // HostMemory() for ref and CPU (and for kCuda when the device is unusable); device memory for

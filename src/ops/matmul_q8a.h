@@ -12,8 +12,11 @@
 // MatVec::kExact, keeps MatMul everywhere.
 #pragma once
 
+#include <memory>
+
 #include "core/q8_blocks.h"
 #include "core/tensor.h"
+#include "core/thread_pool.h"
 
 namespace g4 {
 
@@ -22,5 +25,10 @@ inline bool UsesQ8Activations(const TensorView& w, int64_t T) {
   return T >= 1 && HasQ8Dot(w.quant.kind) && w.shape.size() == 2 && w.dim(1) > 0 &&
          w.dim(1) % GgufBlockFormat(w.quant.kind).elems == 0;
 }
+
+// A backend's load-time layout of a weight for its MatMulQ8a (the CPU's: 16-row panels that
+// decode and prefill stream, kernels/cpu/matmul_q8a_packed.h), or null when it has none for w.
+// The caller points w.quant.panels at the result and keeps it alive while w is used.
+using PackWeightFn = std::shared_ptr<const void> (*)(ThreadPool& pool, const TensorView& w);
 
 }  // namespace g4

@@ -4,12 +4,14 @@
 // misaligned weights and x, pools of 1 and 3 threads. The ref itself is checked against the exact
 // MatMul: equal where x's quantization is exact, within the 8-bit rounding of x otherwise. Several
 // rows of x (T > 1: the tiles of 4 rows and the rows after them, partial panels of 16 rows).
+// Weights packed at load (matmul_q8a_packed.h) against the same ref, and ignored below AVX-512.
 // Calls outside the definition (other kinds) are MatMul's, bit for bit.
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -162,6 +164,68 @@ INSTANTIATE_TEST_SUITE_P(KindsPoolsTargets, MatMulQ8aTest,
                                                               QuantKind::kQ6_K),
                                             ::testing::Values(1, 3),
                                             ::testing::ValuesIn(testing::Targets())),
+                         testing::ParamNames());
+
+// Panels packed at load (kernels/cpu/matmul_q8a_packed.h: 16 rows whose int32 lanes are rows,
+// pairs of blocks, the Q5_0 fifth bits as masks) against the ref on the unpacked rows: N that
+// leaves a partial last panel and odd panel counts (the tiles take panels two at a time), odd
+// block counts (a zero block completes the last pair), T = 1 (decode) and T past the tiles of 4
+// rows of x, 1 and 3 threads; then the same views with the target pinned below AVX-512, where
+// the panels are ignored and the per-row kernels read the rows.
+class MatMulQ8aPackedTest : public ::testing::TestWithParam<std::tuple<QuantKind, int>> {};
+
+TEST_P(MatMulQ8aPackedTest, PanelsMatchRef) {
+  const auto [kind, threads] = GetParam();
+  ThreadPool pool(threads);
+  uint32_t seed = 51;
+  const std::vector<std::string> targets = testing::Targets();
+  for (int64_t T : {1, 2, 5, 9}) {
+    // The last three: the 270M's Q5_0 gate / up [2048, 640], a K of 2048, its q [1024, 640].
+    for (auto [N, blocks] : std::vector<std::pair<int64_t, int64_t>>{
+             {1, 1}, {16, 2}, {17, 3}, {33, 48}, {70, 7}, {47, 20}, {2048, 20}, {640, 64},
+             {1024, 20}}) {
+      const int64_t K = 32 * blocks;
+      SCOPED_TRACE("T=" + std::to_string(T) + " K=" + std::to_string(K) +
+                   " N=" + std::to_string(N));
+      const GgufTensor w(kind, N, K, /*misalign=*/true, seed++);
+      const std::shared_ptr<const void> panels = cpu::PackQ8aWeight(pool, w.view());
+      if (!panels) GTEST_SKIP() << "no AVX-512 VNNI here: weights are not packed";
+      TensorView packed = w.view();
+      packed.quant.panels = panels.get();
+      const FloatBuffer x(RandomFloats(T * K, seed++), /*misalign=*/true);
+      std::vector<float> ref(static_cast<size_t>(T * N));
+      ref::MatMulQ8a(pool, w.view(), x.data(), T, ref.data());
+      for (const std::string& target : {targets.front(), std::string("AVX2")}) {
+        const testing::ScopedTarget scoped_target(target);
+        if (!scoped_target.ok()) continue;  // AVX2 not compiled in
+        SCOPED_TRACE(target);
+        std::vector<float> y(static_cast<size_t>(T * N), NAN);
+        cpu::MatMulQ8a(pool, packed, x.data(), T, y.data());
+        for (int64_t t = 0; t < T; ++t) {
+          for (int64_t n = 0; n < N; ++n) {
+            const double e = std::fabs(double{y[t * N + n]} - ref[t * N + n]) /
+                             AbsDot(w.view(), n, x.data() + t * K);
+            ASSERT_LE(e, 1e-5) << "row " << t << " column " << n;  // NaN fails too
+          }
+        }
+      }
+    }
+  }
+}
+
+// Kinds without panels are not packed (their calls keep the per-row kernels).
+TEST(MatMulQ8aPacked, OnlyBlocksOf32AreRepacked) {
+  ThreadPool pool(1);
+  for (QuantKind kind : {QuantKind::kQ4_K, QuantKind::kQ6_K, QuantKind::kQ4_1}) {
+    const GgufTensor w(kind, 3, 256, /*misalign=*/false, 5);
+    EXPECT_EQ(cpu::PackQ8aWeight(pool, w.view()), nullptr) << QuantKindName(kind);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(KindsPools, MatMulQ8aPackedTest,
+                         ::testing::Combine(::testing::Values(QuantKind::kQ8_0, QuantKind::kQ4_0,
+                                                              QuantKind::kQ5_0),
+                                            ::testing::Values(1, 3)),
                          testing::ParamNames());
 
 // x of integers in [-127, 127] with a +-127 in every block quantizes exactly (d = 1), so the

@@ -20,8 +20,8 @@ void AddModelOptions(CLI::App* sub, ModelFlags* flags) {
                   "stored), q8, q4");
   sub->add_option("--matvec", flags->matvec,
                   "GGUF matmuls: exact (f32 activations) or q8 (int8 activations and integer dot "
-                  "products, as llama.cpp: decode against Q4_0 / Q5_0 / Q8_0 / Q4_K / Q6_K, "
-                  "prefill and batches against Q4_0 / Q5_0 / Q8_0; cpu and ref)");
+                  "products against Q4_0 / Q5_0 / Q8_0 / Q4_K / Q6_K, as llama.cpp; on AVX-512 "
+                  "VNNI Q4_0 / Q5_0 / Q8_0 weights are repacked at load; cpu and ref)");
 }
 
 StatusOr<std::unique_ptr<Backend>> OpenBackend(const std::string& name, int threads,
@@ -42,6 +42,7 @@ StatusOr<LoadOptions> LoadOptionsFor(const ModelFlags& flags, const Backend& bac
   G4_ASSIGN_OR_RETURN(options.head, ParseHeadMode(flags.head));
   options.device = backend.memory().is_device();
   options.int8_matvec = backend.matvec() == MatVec::kQ8;
+  options.pack_weight = backend.weight_packer();
   return options;
 }
 

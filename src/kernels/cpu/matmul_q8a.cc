@@ -15,10 +15,14 @@
 //    trick, |w| * sign(w) xq, so that no pair of products saturates int16; u <= 63 elsewhere).
 //  * scalar (Q8Dot): anywhere else, and the tails of the vnni512 path (blocks past its last full
 //    step).
+// On vnni512, Q4_0 / Q5_0 / Q8_0 weights packed at load (PackQ8aWeight: 16-row panels,
+// matmul_q8a_packed.h) take the packed kernels for every T; T > 1 on other weights builds
+// per-call panels (matmul_q8a_gemm.h).
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "core/dtype.h"
@@ -26,6 +30,7 @@
 #include "hwy/targets.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/matmul_q8a_gemm.h"
+#include "kernels/cpu/matmul_q8a_packed.h"
 #include "ops/matmul_q8a.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -618,6 +623,11 @@ void RowsAllTokens(const Shape& s, Path path, const std::vector<QuantX>& xt, int
 
 const char* MatMulQ8aKernel() { return PathName(ChoosePath()); }
 
+std::shared_ptr<const void> PackQ8aWeight(ThreadPool& pool, const TensorView& w) {
+  if (ChoosePath() != Path::kVnni512 || !UsesQ8Activations(w, 1)) return nullptr;
+  return PackQ8aPanels(pool, w);
+}
+
 void MatMulQ8a(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y) {
   if (!UsesQ8Activations(w, T)) return MatMul(pool, w, x, T, y);
   const int64_t K = w.dim(1);
@@ -626,6 +636,11 @@ void MatMulQ8a(ThreadPool& pool, const TensorView& w, const float* x, int64_t T,
                 K / f.elems, f.bytes, f.elems};
   const Path path = ChoosePath();
 #if G4_Q8A_X86
+  // Panels packed at load (PackQ8aWeight) serve decode and prefill alike; a test that pins a
+  // narrower target than the one they were made for gets the per-row kernels below.
+  if (path == Path::kVnni512 && w.quant.panels != nullptr) {
+    return MatMulQ8aPacked(pool, w, x, T, y);
+  }
   if (T > 1 && path == Path::kVnni512) return MatMulQ8aPanels(pool, w, x, T, y);
 #endif
   const int64_t grain = std::max<int64_t>(4, ((int64_t{1} << 17) + K - 1) / K);

@@ -236,14 +236,37 @@ Status BindCheckpoint(const Checkpoint& ckpt, const std::vector<TensorSlot>& slo
     if (!ckpt.store()) return Internal(ckpt.path() + ": opened without its weights");
     G4_RETURN_IF_ERROR(BindSafetensors(ckpt, slots));
   }
-  if (untied) return Status::Ok();
-  G4_RETURN_IF_ERROR(MakeLmHead(w, options));
-  if (w->lm_head.data != w->embed.data) {
-    // The mapped embedding is now only gathered (one row per token): drop the pages the
-    // quantizer read from this process's resident set (they stay in the page cache).
-    ReleaseMappedPages(w->embed.data, w->embed.nbytes());
+  if (!untied) {
+    G4_RETURN_IF_ERROR(MakeLmHead(w, options));
+    if (w->lm_head.data != w->embed.data) {
+      // The mapped embedding is now only gathered (one row per token): drop the pages the
+      // quantizer read from this process's resident set (they stay in the page cache).
+      ReleaseMappedPages(w->embed.data, w->embed.nbytes());
+    }
   }
+  PackWeights(slots, options, w);
   return Status::Ok();
+}
+
+void PackWeights(const std::vector<TensorSlot>& slots, const LoadOptions& options,
+                 ModelWeights* w) {
+  if (options.pack_weight == nullptr) return;
+  ThreadPool pool(options.threads);
+  const auto pack = [&](TensorView* v) {
+    std::shared_ptr<const void> panels = options.pack_weight(pool, *v);
+    if (!panels) return;
+    v->quant.panels = panels.get();
+    w->owned.push_back(std::move(panels));
+    // Only the panels are read from now on (a tied head's embedding rows fault back in when
+    // gathered). Packed kinds are GGUF blocks: read-only file mappings.
+    ReleaseMappedPages(v->data, v->nbytes());
+  };
+  for (const TensorSlot& s : slots) {
+    if (s.role == TensorRole::kRequired && s.view != nullptr && s.linear() && !s.view->empty()) {
+      pack(s.view);
+    }
+  }
+  pack(&w->lm_head);
 }
 
 Status MakeLmHead(ModelWeights* w, const LoadOptions& options) {

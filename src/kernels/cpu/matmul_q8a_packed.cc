@@ -1,0 +1,383 @@
+// MatMulQ8aPacked (matmul_q8a_packed.h). The per-row decode kernels (matmul_q8a.cc) spend a
+// convert, a scale gather and a horizontal sum on every row and block; the per-call panels
+// (matmul_q8a_gemm.cc) unpack each weight to a byte per value, once per call. A packed panel is
+// 16 rows at the file's own width, laid out so that int32 lane r of a line is row r:
+//
+//   panel = pairs of blocks (the block count rounded up to even, the extra block zero):
+//     [block 2i: lines][block 2i + 1: lines][16 f16 scales of 2i][16 f16 scales of 2i + 1]
+//   Q4_0 line k (k < 4): dword r = qs bytes 4k .. 4k + 3 of row r; the low nibbles are values
+//     4k .. 4k + 3, the high ones 16 + 4k .. (4 lines, 256 bytes).
+//   Q5_0: the same 4 lines, then 8 masks of 64 bits (one per nibble half of a line: bit 4r + j
+//     is qh bit 4k + j, then 16 + 4k + j, of row r): the fifth bits, added as 16 under a mask.
+//   Q8_0 line k (k < 8): dword r = q bytes 4k .. 4k + 3 of row r, + 128 (unsigned).
+//
+// Every pair is a whole number of 64-byte lines (Q4_0 576, Q5_0 704, Q8_0 1088 bytes), so with
+// the buffer 64-byte aligned no load splits a cache line. Rows past N are zero, as are their
+// scales (outputs masked off). A block of 16 rows against one row of x: per line, the unsigned
+// values (vpdpbusd) against x's 4 bytes broadcast, started at -offset * sum(x over the block)
+// (Q8DotOffset), then one convert + scale + FMA for all 16 rows. The integer sums are those of
+// the per-row kernels and of ref::MatMulQ8a (exact in int32); only the f32 order of the blocks'
+// sum differs.
+
+#include "kernels/cpu/matmul_q8a_packed.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "core/gguf_blocks.h"
+#include "core/q8_blocks.h"
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define G4_Q8P_X86 1
+// GCC 12 reports its own _mm512_undefined_* placeholders as uninitialized (as in matmul_q8a.cc).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#define G4_TARGET_VNNI \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,f16c,fma")))
+#else
+#define G4_Q8P_X86 0
+#endif
+
+namespace g4::cpu {
+namespace {
+
+constexpr int64_t kRows = 16;
+
+struct Layout {
+  QuantKind kind;
+  int64_t N, K, blocks, pairs, panels;
+  int64_t lines, block_bytes, pair_bytes, panel_bytes;
+};
+
+Layout LayoutOf(QuantKind kind, int64_t N, int64_t K) {
+  Layout l{};
+  l.kind = kind;
+  l.N = N;
+  l.K = K;
+  l.blocks = K / kQ8Block;
+  l.pairs = (l.blocks + 1) / 2;
+  l.panels = (N + kRows - 1) / kRows;
+  l.lines = kind == QuantKind::kQ8_0 ? 8 : 4;
+  l.block_bytes = l.lines * 64 + (kind == QuantKind::kQ5_0 ? 64 : 0);
+  l.pair_bytes = 2 * l.block_bytes + 64;
+  l.panel_bytes = l.pairs * l.pair_bytes;
+  return l;
+}
+
+// Panel p of w into out (panel_bytes, zeroed here).
+void PackPanel(const TensorView& w, const Layout& l, int64_t p, uint8_t* out) {
+  std::memset(out, 0, static_cast<size_t>(l.panel_bytes));
+  const int64_t n0 = p * kRows, rows = std::min(kRows, l.N - n0);
+  const int64_t bytes = GgufBlockFormat(l.kind).bytes;
+  const uint8_t* data = static_cast<const uint8_t*>(w.data);
+  for (int64_t b = 0; b < l.blocks; ++b) {
+    uint8_t* pair = out + b / 2 * l.pair_bytes;
+    uint8_t* block = pair + b % 2 * l.block_bytes;
+    uint8_t* scales = pair + 2 * l.block_bytes + 32 * (b % 2);
+    for (int64_t r = 0; r < rows; ++r) {
+      const uint8_t* src = data + (n0 + r) * w.quant.row_bytes + b * bytes;
+      std::memcpy(scales + 2 * r, src, 2);
+      if (l.kind == QuantKind::kQ8_0) {
+        for (int64_t i = 0; i < 32; ++i) {
+          block[64 * (i / 4) + 4 * r + i % 4] = static_cast<uint8_t>(src[2 + i] ^ 0x80);
+        }
+        continue;
+      }
+      const bool q5 = l.kind == QuantKind::kQ5_0;
+      const uint8_t* qs = src + (q5 ? 6 : 2);
+      for (int64_t k = 0; k < 4; ++k) std::memcpy(block + 64 * k + 4 * r, qs + 4 * k, 4);
+      if (!q5) continue;
+      uint32_t qh;
+      std::memcpy(&qh, src + 2, 4);
+      for (int64_t m = 0; m < 8; ++m) {  // m < 4: low nibbles of line m; else high of m - 4
+        const uint32_t four = (qh >> (m < 4 ? 4 * m : 16 + 4 * (m - 4))) & 0xfu;
+        uint64_t mask;
+        std::memcpy(&mask, block + 256 + 8 * m, 8);
+        mask |= uint64_t{four} << (4 * r);
+        std::memcpy(block + 256 + 8 * m, &mask, 8);
+      }
+    }
+  }
+}
+
+// x's rows quantized (QuantizeQ8Blocks) into 2 * pairs blocks each, the extra block zero.
+struct PackedX {
+  std::vector<int8_t> xq;   // [T, 64 * pairs]
+  std::vector<float> dx;    // [T, 2 * pairs]
+  std::vector<int32_t> sx;  // [T, 2 * pairs]
+};
+
+void QuantizeRows(ThreadPool& pool, const Layout& l, const float* x, int64_t T, PackedX& q) {
+  const int64_t bp = 2 * l.pairs, kp = bp * kQ8Block;
+  q.xq.resize(static_cast<size_t>(T * kp));
+  q.dx.resize(static_cast<size_t>(T * bp));
+  q.sx.resize(static_cast<size_t>(T * bp));
+  const auto rows = [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      int8_t* xq = q.xq.data() + t * kp;
+      float* dx = q.dx.data() + t * bp;
+      int32_t* sx = q.sx.data() + t * bp;
+      QuantizeQ8Blocks(x + t * l.K, l.K, xq, dx, sx);
+      if (l.blocks < bp) {
+        std::memset(xq + l.K, 0, kQ8Block);
+        dx[l.blocks] = 0.0f;
+        sx[l.blocks] = 0;
+      }
+    }
+  };
+  if (T == 1) return rows(0, 1);
+  pool.ParallelFor(T, 1, rows);
+}
+
+#if G4_Q8P_X86
+// Bytes ahead of the line being read that each line is prefetched: the next pairs of the same
+// stream (the prefetchers stop at 4 KiB page boundaries; this does not).
+constexpr int64_t kAhead = 1024;
+
+template <QuantKind kKind>
+struct Kind {
+  static constexpr int kLines = kKind == QuantKind::kQ8_0 ? 8 : 4;
+  static constexpr int64_t kBlockBytes = kLines * 64 + (kKind == QuantKind::kQ5_0 ? 64 : 0);
+  static constexpr int64_t kPairBytes = 2 * kBlockBytes + 64;
+  static constexpr int32_t kOffset =
+      kKind == QuantKind::kQ8_0 ? 128 : kKind == QuantKind::kQ5_0 ? 16 : 8;
+};
+
+// The unsigned values of line k of a block: lo (Q8_0: the line itself) and, for 4-bit lines, hi
+// (values 16 + ..), Q5_0's fifth bits added.
+template <QuantKind kKind>
+G4_TARGET_VNNI inline void Unpack(const uint8_t* block, int k, __m512i& lo, __m512i& hi) {
+  const __m512i v = _mm512_load_si512(block + 64 * k);
+  if constexpr (kKind == QuantKind::kQ8_0) {
+    lo = v;
+    hi = v;
+    return;
+  }
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  lo = _mm512_and_si512(v, low4);
+  hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+  if constexpr (kKind == QuantKind::kQ5_0) {
+    uint64_t mlo, mhi;
+    std::memcpy(&mlo, block + 256 + 8 * k, 8);
+    std::memcpy(&mhi, block + 256 + 32 + 8 * k, 8);
+    const __m512i sixteen = _mm512_set1_epi8(16);
+    lo = _mm512_mask_add_epi8(lo, static_cast<__mmask64>(mlo), lo, sixteen);
+    hi = _mm512_mask_add_epi8(hi, static_cast<__mmask64>(mhi), hi, sixteen);
+  }
+}
+
+// x's 4 bytes from byte i of a row (xq) on every lane.
+G4_TARGET_VNNI inline __m512i Broadcast4(const int8_t* xq, int64_t i) {
+  int32_t four;
+  std::memcpy(&four, xq + i, 4);
+  return _mm512_set1_epi32(four);
+}
+
+// acc += pair i of a panel (16 rows) against x.
+template <QuantKind kKind>
+G4_TARGET_VNNI inline __m512 PairStep(const uint8_t* pair, const PackedX& x, int64_t i,
+                                      __m512 acc) {
+  using K = Kind<kKind>;
+  for (int64_t off = 0; off < K::kPairBytes; off += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(pair + kAhead + off), _MM_HINT_T0);
+  }
+  for (int j = 0; j < 2; ++j) {
+    const int64_t b = 2 * i + j;
+    const uint8_t* block = pair + j * K::kBlockBytes;
+    const int8_t* xb = x.xq.data() + b * kQ8Block;
+    // Two chains per block (low and high halves) so that consecutive vpdpbusd overlap.
+    __m512i d0 = _mm512_set1_epi32(-K::kOffset * x.sx[static_cast<size_t>(b)]);
+    __m512i d1 = _mm512_setzero_si512();
+    if constexpr (kKind == QuantKind::kQ8_0) {
+      for (int k = 0; k < 8; k += 2) {
+        d0 = _mm512_dpbusd_epi32(d0, _mm512_load_si512(block + 64 * k), Broadcast4(xb, 4 * k));
+        d1 = _mm512_dpbusd_epi32(d1, _mm512_load_si512(block + 64 * (k + 1)),
+                                 Broadcast4(xb, 4 * k + 4));
+      }
+    } else {
+      for (int k = 0; k < 4; ++k) {
+        __m512i lo, hi;
+        Unpack<kKind>(block, k, lo, hi);
+        d0 = _mm512_dpbusd_epi32(d0, lo, Broadcast4(xb, 4 * k));
+        d1 = _mm512_dpbusd_epi32(d1, hi, Broadcast4(xb, 16 + 4 * k));
+      }
+    }
+    const __m512 sc = _mm512_cvtph_ps(
+        _mm256_load_si256(reinterpret_cast<const __m256i*>(pair + 2 * K::kBlockBytes + 32 * j)));
+    const __m512 s = _mm512_mul_ps(sc, _mm512_set1_ps(x.dx[static_cast<size_t>(b)]));
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(d0, d1)), s, acc);
+  }
+  return acc;
+}
+
+G4_TARGET_VNNI inline void StorePanel(const Layout& l, int64_t p, __m512 acc, float* y) {
+  const int64_t rows = std::min(kRows, l.N - p * kRows);
+  _mm512_mask_storeu_ps(y + p * kRows, static_cast<__mmask16>((1u << rows) - 1), acc);
+}
+
+// One row of x against panels [begin, end): y[16 p + r] for the rows that exist.
+template <QuantKind kKind>
+G4_TARGET_VNNI void DecodePanels(const Layout& l, const uint8_t* packed, const PackedX& x,
+                                 int64_t begin, int64_t end, float* y) {
+  using K = Kind<kKind>;
+  for (int64_t p = begin; p < end; ++p) {
+    const uint8_t* panel = packed + p * l.panel_bytes;
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t i = 0; i < l.pairs; ++i) {
+      acc = PairStep<kKind>(panel + i * K::kPairBytes, x, i, acc);
+    }
+    StorePanel(l, p, acc, y);
+  }
+}
+
+// kG consecutive panels from p0 against kX rows of x from t0 (y: [T, N]).
+template <QuantKind kKind, int kG, int kX>
+G4_TARGET_VNNI void Tile(const Layout& l, const uint8_t* packed, const PackedX& x, int64_t p0,
+                         int64_t t0, float* y) {
+  using K = Kind<kKind>;
+  const int64_t kp = 2 * l.pairs * kQ8Block, bp = 2 * l.pairs;
+  __m512 acc[kG][kX];
+  for (int g = 0; g < kG; ++g) {
+    for (int t = 0; t < kX; ++t) acc[g][t] = _mm512_setzero_ps();
+  }
+  const uint8_t* first = packed + p0 * l.panel_bytes;
+  for (int64_t b = 0; b < bp; ++b) {
+    const int64_t pair_at = b / 2 * K::kPairBytes, block_at = pair_at + b % 2 * K::kBlockBytes;
+    __m512i dot[kG][kX];
+    for (int t = 0; t < kX; ++t) {
+      const int32_t sx = x.sx[static_cast<size_t>((t0 + t) * bp + b)];
+      const __m512i s = _mm512_set1_epi32(-K::kOffset * sx);
+      for (int g = 0; g < kG; ++g) dot[g][t] = s;
+    }
+    for (int k = 0; k < K::kLines; ++k) {
+      __m512i lo[kG], hi[kG];
+      for (int g = 0; g < kG; ++g) {
+        Unpack<kKind>(first + g * l.panel_bytes + block_at, k, lo[g], hi[g]);
+      }
+      for (int t = 0; t < kX; ++t) {
+        const int8_t* xb = x.xq.data() + (t0 + t) * kp + b * kQ8Block;
+        const __m512i xl = Broadcast4(xb, 4 * k);
+        for (int g = 0; g < kG; ++g) dot[g][t] = _mm512_dpbusd_epi32(dot[g][t], lo[g], xl);
+        if constexpr (kKind != QuantKind::kQ8_0) {
+          const __m512i xh = Broadcast4(xb, 16 + 4 * k);
+          for (int g = 0; g < kG; ++g) dot[g][t] = _mm512_dpbusd_epi32(dot[g][t], hi[g], xh);
+        }
+      }
+    }
+    for (int g = 0; g < kG; ++g) {
+      const __m512 sc = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(
+          first + g * l.panel_bytes + pair_at + 2 * K::kBlockBytes + 32 * (b % 2))));
+      for (int t = 0; t < kX; ++t) {
+        const float dx = x.dx[static_cast<size_t>((t0 + t) * bp + b)];
+        const __m512 s = _mm512_mul_ps(sc, _mm512_set1_ps(dx));
+        acc[g][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[g][t]), s, acc[g][t]);
+      }
+    }
+  }
+  for (int g = 0; g < kG; ++g) {
+    const int64_t rows = std::min(kRows, l.N - (p0 + g) * kRows);
+    const __mmask16 m = static_cast<__mmask16>((1u << rows) - 1);
+    for (int t = 0; t < kX; ++t) {
+      _mm512_mask_storeu_ps(y + (t0 + t) * l.N + (p0 + g) * kRows, m, acc[g][t]);
+    }
+  }
+}
+
+template <QuantKind kKind, int kG>
+void TileRowsOfX(const Layout& l, const uint8_t* packed, const PackedX& x, int64_t p0,
+                 int64_t t0, int64_t count, float* y) {
+  switch (count) {
+    case 1: return Tile<kKind, kG, 1>(l, packed, x, p0, t0, y);
+    case 2: return Tile<kKind, kG, 2>(l, packed, x, p0, t0, y);
+    case 3: return Tile<kKind, kG, 3>(l, packed, x, p0, t0, y);
+    default: return Tile<kKind, kG, 4>(l, packed, x, p0, t0, y);
+  }
+}
+
+// Panels [begin, end) against every row of x, two panels at a time; each pair of panels stays in
+// L2 while the rows of x pass over it in tiles of 4.
+template <QuantKind kKind>
+void GemmPanels(const Layout& l, const uint8_t* packed, const PackedX& x, int64_t T,
+                int64_t begin, int64_t end, float* y) {
+  for (int64_t p = begin; p < end; p += 2) {
+    const bool two = p + 1 < end;
+    for (int64_t t0 = 0; t0 < T; t0 += 4) {
+      const int64_t count = std::min<int64_t>(4, T - t0);
+      if (two) {
+        TileRowsOfX<kKind, 2>(l, packed, x, p, t0, count, y);
+      } else {
+        TileRowsOfX<kKind, 1>(l, packed, x, p, t0, count, y);
+      }
+    }
+  }
+}
+
+template <QuantKind kKind>
+void Run(ThreadPool& pool, const Layout& l, const uint8_t* packed, const PackedX& x, int64_t T,
+         float* y) {
+  if (T == 1) {
+    // Chunks of at least 64 KiB: shorter ones cost more in hand-offs than they stream.
+    const int64_t grain = std::max<int64_t>(1, (int64_t{64} << 10) / l.panel_bytes);
+    pool.ParallelFor(l.panels, grain, [&](int64_t b, int64_t e) {
+      DecodePanels<kKind>(l, packed, x, b, e, y);
+    });
+    return;
+  }
+  pool.ParallelFor(l.panels, 2, [&](int64_t b, int64_t e) {
+    GemmPanels<kKind>(l, packed, x, T, b, e, y);
+  });
+}
+#endif  // G4_Q8P_X86
+
+}  // namespace
+
+bool PacksQ8aPanels(QuantKind kind, int64_t K) {
+  return (kind == QuantKind::kQ4_0 || kind == QuantKind::kQ5_0 || kind == QuantKind::kQ8_0) &&
+         K > 0 && K % kQ8Block == 0;
+}
+
+std::shared_ptr<const void> PackQ8aPanels(ThreadPool& pool, const TensorView& w) {
+  if (w.shape.size() != 2 || !PacksQ8aPanels(w.quant.kind, w.dim(1))) return nullptr;
+  const Layout l = LayoutOf(w.quant.kind, w.dim(0), w.dim(1));
+  const size_t bytes = static_cast<size_t>(l.panels * l.panel_bytes);
+  constexpr size_t kHuge = size_t{2} << 20;
+  // 2 MiB-aligned so that transparent huge pages can back it (fewer TLB misses on a stream).
+  const size_t align = bytes >= kHuge ? kHuge : 64;
+  void* raw = std::aligned_alloc(align, (bytes + align - 1) / align * align);
+  if (raw == nullptr) return nullptr;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (align == kHuge) madvise(raw, (bytes + align - 1) / align * align, MADV_HUGEPAGE);
+#endif
+  std::shared_ptr<const void> out(raw, [](const void* p) { std::free(const_cast<void*>(p)); });
+  uint8_t* dst = static_cast<uint8_t*>(raw);
+  pool.ParallelFor(l.panels, 1, [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) PackPanel(w, l, p, dst + p * l.panel_bytes);
+  });
+  return out;
+}
+
+void MatMulQ8aPacked(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y) {
+#if G4_Q8P_X86
+  const Layout l = LayoutOf(w.quant.kind, w.dim(0), w.dim(1));
+  thread_local PackedX caller_x;
+  PackedX& q = caller_x;  // named through a reference: the workers read the caller's
+  QuantizeRows(pool, l, x, T, q);
+  const uint8_t* packed = static_cast<const uint8_t*>(w.quant.panels);
+  switch (l.kind) {
+    case QuantKind::kQ4_0: return Run<QuantKind::kQ4_0>(pool, l, packed, q, T, y);
+    case QuantKind::kQ5_0: return Run<QuantKind::kQ5_0>(pool, l, packed, q, T, y);
+    default: return Run<QuantKind::kQ8_0>(pool, l, packed, q, T, y);
+  }
+#else
+  (void)pool, (void)w, (void)x, (void)T, (void)y;
+#endif
+}
+
+}  // namespace g4::cpu

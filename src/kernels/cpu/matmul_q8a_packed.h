@@ -1,0 +1,27 @@
+// Load-time repacked weights for the CPU MatMulQ8a (ops/matmul_q8a.h) on AVX-512 VNNI: Q4_0,
+// Q5_0 and Q8_0 rows regrouped into panels of 16 rows in which int32 lane r of a 64-byte line is
+// row r, at the file's own bit width (a Q4_0 panel is as many bytes as its 16 rows). Decode and
+// prefill both read them: a thread streams its panels front to back (one stream, which the
+// prefetchers follow), 16 rows share every load of x, and no panel is built per call.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+
+namespace g4::cpu {
+
+// Whether PackQ8aPanels packs weights of this kind (and K: a multiple of 32).
+bool PacksQ8aPanels(QuantKind kind, int64_t K);
+
+// The panels of w (PacksQ8aPanels), built on the pool's threads; the caller points
+// w.quant.panels at them and keeps them alive while w is used.
+std::shared_ptr<const void> PackQ8aPanels(ThreadPool& pool, const TensorView& w);
+
+// y: [T, N] = x: [T, K] w^T with x's rows quantized as MatMulQ8a does, through w.quant.panels.
+// Only where AVX-512 F/BW/VL + VNNI run (the caller's path choice).
+void MatMulQ8aPacked(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y);
+
+}  // namespace g4::cpu
