@@ -9,6 +9,21 @@
 
 namespace g4 {
 
+namespace {
+
+// roundf (ties away from zero) clamped to [-127, 127], for |v| <= 127 * (1 + 2^-23) as x * id
+// gives: truncate, then step by one where the part cut off is at least a half (exact in f32).
+// Inline: the libm call cost more than the rest of the quantization (once per element, once per
+// matmul call on the decode path).
+inline int32_t RoundToQ8(float v) {
+  int32_t i = static_cast<int32_t>(v);
+  const float cut = v - static_cast<float>(i);
+  i += cut >= 0.5f ? 1 : cut <= -0.5f ? -1 : 0;
+  return std::clamp(i, -127, 127);
+}
+
+}  // namespace
+
 void QuantizeQ8Blocks(const float* x, int64_t K, int8_t* q, float* d, int32_t* sum) {
   for (int64_t b = 0; b < K / kQ8Block; ++b) {
     const float* xb = x + b * kQ8Block;
@@ -18,9 +33,9 @@ void QuantizeQ8Blocks(const float* x, int64_t K, int8_t* q, float* d, int32_t* s
     const float id = db != 0.0f ? 1.0f / db : 0.0f;
     int32_t s = 0;
     for (int64_t j = 0; j < kQ8Block; ++j) {
-      const float v = std::clamp(std::roundf(xb[j] * id), -127.0f, 127.0f);
+      const int32_t v = RoundToQ8(xb[j] * id);
       q[b * kQ8Block + j] = static_cast<int8_t>(v);
-      s += static_cast<int32_t>(v);
+      s += v;
     }
     d[b] = db;
     sum[b] = s;

@@ -64,6 +64,36 @@ TEST(QuantizeQ8Blocks, ScalesRoundsAndSums) {
   EXPECT_EQ(s[1], 127 - 64 + 1 + 1);
 }
 
+// Every x * id the quantizer rounds, against roundf clamped to [-127, 127]: random blocks whose
+// values sit at, just below and just above the halves (and the +-127 ends).
+TEST(QuantizeQ8Blocks, RoundsAsRoundf) {
+  std::vector<float> x;
+  for (int i = -254; i <= 254; ++i) {  // the halves in units of d = 1 / 127 * 127 = 1
+    const float h = 0.5f * static_cast<float>(i);
+    for (float v : {h, std::nextafter(h, -200.0f), std::nextafter(h, 200.0f)}) x.push_back(v);
+  }
+  const std::vector<float> noise = RandomFloats(32 * 64, 3, -127.0f, 127.0f);
+  x.insert(x.end(), noise.begin(), noise.end());
+  while (x.size() % 31 != 0) x.push_back(0.25f);
+  // Blocks of 31 values and a 127 (d = 1, id = 1: the values are what gets rounded).
+  std::vector<float> blocks;
+  for (size_t i = 0; i < x.size(); i += 31) {
+    blocks.insert(blocks.end(), x.begin() + static_cast<std::ptrdiff_t>(i),
+                  x.begin() + static_cast<std::ptrdiff_t>(i + 31));
+    blocks.push_back(127.0f);
+  }
+  const int64_t K = static_cast<int64_t>(blocks.size());
+  std::vector<int8_t> q(static_cast<size_t>(K));
+  std::vector<float> d(static_cast<size_t>(K / 32));
+  std::vector<int32_t> s(static_cast<size_t>(K / 32));
+  QuantizeQ8Blocks(blocks.data(), K, q.data(), d.data(), s.data());
+  for (int64_t k = 0; k < K; ++k) {
+    const float v = blocks[static_cast<size_t>(k)] * (1.0f / d[static_cast<size_t>(k / 32)]);
+    const float want = std::clamp(std::roundf(v), -127.0f, 127.0f);
+    ASSERT_EQ(q[static_cast<size_t>(k)], static_cast<int8_t>(want)) << "value " << v;
+  }
+}
+
 class MatMulQ8aTest : public ::testing::TestWithParam<std::tuple<QuantKind, int, std::string>> {};
 
 TEST_P(MatMulQ8aTest, CpuMatchesRefOnOddShapes) {
@@ -211,6 +241,22 @@ TEST_P(MatMulQ8aPackedTest, PanelsMatchRef) {
       }
     }
   }
+}
+
+// The path is chosen from a cached answer (SupportedTargetBits: Highway's own query runs cpuid,
+// which a VM traps), so pinning a target and lifting the pin must each be seen by the next call.
+TEST(MatMulQ8a, KernelFollowsThePinnedTarget) {
+  const std::string best = cpu::MatMulQ8aKernel();
+  {
+    const testing::ScopedTarget avx2("AVX2");
+    if (avx2.ok()) EXPECT_STREQ(cpu::MatMulQ8aKernel(), "avx2");
+  }
+  {
+    const testing::ScopedTarget scalar(testing::Targets().back());
+    ASSERT_TRUE(scalar.ok());
+    if (testing::Targets().size() > 1) EXPECT_STRNE(cpu::MatMulQ8aKernel(), "vnni512");
+  }
+  EXPECT_EQ(cpu::MatMulQ8aKernel(), best);
 }
 
 // Kinds without panels are not packed (their calls keep the per-row kernels).

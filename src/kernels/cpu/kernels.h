@@ -30,6 +30,10 @@ const char* TargetName();
 // Not thread-safe: call it only while no kernel is running.
 std::vector<std::string> AvailableTargets();
 bool SetTargetForTesting(const std::string& name);
+// hwy::SupportedTargets() & HWY_TARGETS (what dispatch may choose now, a pinned target included),
+// asked once: Highway runs cpuid on every call of its own, which a VM traps (measured 43 us a
+// call on the 2-core VM: 12 ms per E2B token when every matmul asked).
+int64_t SupportedTargetBits();
 
 // Probes of the machine (probe.cc), for benchmarks: the median over `passes` of the read
 // bandwidth in bytes/s of streaming a fresh `bytes` buffer on the pool's threads, and the f32

@@ -56,7 +56,7 @@ Path ChoosePath() {
 #if G4_Q8A_X86
   // The best Highway target allowed now (lower bits are better): a test's pinned target
   // restricts this the same way it restricts the Highway kernels.
-  const int64_t bits = hwy::SupportedTargets() & HWY_TARGETS;
+  const int64_t bits = SupportedTargetBits();
   const int64_t best = bits & -bits;
   if (best != 0 && best <= HWY_AVX3 && __builtin_cpu_supports("avx512vnni")) return Path::kVnni512;
   if (best != 0 && best <= HWY_AVX2) return Path::kAvx2;

@@ -4,6 +4,7 @@
 // same target list with the same flags). AvailableTargets() / SetTargetForTesting() let the
 // tests and benchmarks run every compiled code path on one machine.
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -40,7 +41,19 @@ int64_t CompiledAndSupported() {
 
 int64_t g_forced_target = 0;  // 0: dispatch chooses freely
 
+// SupportedTargetBits' answer; 0: not known (asked again after every change of the restriction).
+std::atomic<int64_t> g_supported_bits{0};
+
 }  // namespace
+
+int64_t SupportedTargetBits() {
+  int64_t bits = g_supported_bits.load(std::memory_order_relaxed);
+  if (bits == 0) {
+    bits = hwy::SupportedTargets() & HWY_TARGETS;
+    g_supported_bits.store(bits, std::memory_order_relaxed);
+  }
+  return bits;
+}
 
 HWY_EXPORT(TargetNameImpl);
 
@@ -53,10 +66,13 @@ std::vector<std::string> AvailableTargets() {
     names.emplace_back(hwy::TargetName(rest & -rest));
   }
   if (g_forced_target != 0) hwy::SetSupportedTargetsForTest(g_forced_target);  // keep it in force
+  g_supported_bits.store(0, std::memory_order_relaxed);
   return names;
 }
 
-bool SetTargetForTesting(const std::string& name) {
+namespace {
+
+bool RestrictTargets(const std::string& name) {
   if (name.empty()) {
     g_forced_target = 0;
     hwy::SetSupportedTargetsForTest(0);  // also makes dispatch choose again
@@ -73,6 +89,14 @@ bool SetTargetForTesting(const std::string& name) {
   }
   if (g_forced_target != 0) hwy::SetSupportedTargetsForTest(g_forced_target);
   return false;
+}
+
+}  // namespace
+
+bool SetTargetForTesting(const std::string& name) {
+  const bool ok = RestrictTargets(name);
+  g_supported_bits.store(0, std::memory_order_relaxed);  // asked again under the new restriction
+  return ok;
 }
 
 }  // namespace g4::cpu
