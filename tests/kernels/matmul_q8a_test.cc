@@ -197,7 +197,8 @@ INSTANTIATE_TEST_SUITE_P(KindsPoolsTargets, MatMulQ8aTest,
                          testing::ParamNames());
 
 // Panels packed at load (kernels/cpu/matmul_q8a_packed.h: 16 rows whose int32 lanes are rows,
-// pairs of blocks, the Q5_0 fifth bits as masks) against the ref on the unpacked rows: N that
+// pairs of blocks, the Q5_0 fifth bits as masks; Q6_K's ql / qh lines) against the ref on the
+// unpacked rows (Q6_K: blocks of 256, so the same block counts up to K = 8192): N that
 // leaves a partial last panel and odd panel counts (the tiles take panels two at a time), odd
 // block counts (a zero block completes the last pair), T = 1 (decode) and T past the tiles of 4
 // rows of x, 1 and 3 threads; then the same views with the target pinned below AVX-512, where
@@ -214,7 +215,8 @@ TEST_P(MatMulQ8aPackedTest, PanelsMatchRef) {
     for (auto [N, blocks] : std::vector<std::pair<int64_t, int64_t>>{
              {1, 1}, {16, 2}, {17, 3}, {33, 48}, {70, 7}, {47, 20}, {2048, 20}, {640, 64},
              {1024, 20}}) {
-      const int64_t K = 32 * blocks;
+      const int64_t K = GgufBlockFormat(kind).elems * blocks;
+      if (K > 8192) continue;  // Q6_K: blocks of 256
       SCOPED_TRACE("T=" + std::to_string(T) + " K=" + std::to_string(K) +
                    " N=" + std::to_string(N));
       const GgufTensor w(kind, N, K, /*misalign=*/true, seed++);
@@ -260,9 +262,9 @@ TEST(MatMulQ8a, KernelFollowsThePinnedTarget) {
 }
 
 // Kinds without panels are not packed (their calls keep the per-row kernels).
-TEST(MatMulQ8aPacked, OnlyBlocksOf32AreRepacked) {
+TEST(MatMulQ8aPacked, OnlyTheKindsWithPanelsAreRepacked) {
   ThreadPool pool(1);
-  for (QuantKind kind : {QuantKind::kQ4_K, QuantKind::kQ6_K, QuantKind::kQ4_1}) {
+  for (QuantKind kind : {QuantKind::kQ4_K, QuantKind::kQ4_1}) {
     const GgufTensor w(kind, 3, 256, /*misalign=*/false, 5);
     EXPECT_EQ(cpu::PackQ8aWeight(pool, w.view()), nullptr) << QuantKindName(kind);
   }
@@ -270,7 +272,7 @@ TEST(MatMulQ8aPacked, OnlyBlocksOf32AreRepacked) {
 
 INSTANTIATE_TEST_SUITE_P(KindsPools, MatMulQ8aPackedTest,
                          ::testing::Combine(::testing::Values(QuantKind::kQ8_0, QuantKind::kQ4_0,
-                                                              QuantKind::kQ5_0),
+                                                              QuantKind::kQ5_0, QuantKind::kQ6_K),
                                             ::testing::Values(1, 3)),
                          testing::ParamNames());
 

@@ -15,7 +15,7 @@
 //    trick, |w| * sign(w) xq, so that no pair of products saturates int16; u <= 63 elsewhere).
 //  * scalar (Q8Dot): anywhere else, and the tails of the vnni512 path (blocks past its last full
 //    step).
-// On vnni512, Q4_0 / Q5_0 / Q8_0 weights packed at load (PackQ8aWeight: 16-row panels,
+// On vnni512, Q4_0 / Q5_0 / Q8_0 / Q6_K weights packed at load (PackQ8aWeight: 16-row panels,
 // matmul_q8a_packed.h) take the packed kernels for every T; T > 1 on other weights builds
 // per-call panels (matmul_q8a_gemm.h).
 

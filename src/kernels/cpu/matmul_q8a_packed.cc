@@ -28,6 +28,7 @@
 
 #include "core/gguf_blocks.h"
 #include "core/q8_blocks.h"
+#include "kernels/cpu/matmul_q8a_packed_q6k.h"
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -339,14 +340,17 @@ void Run(ThreadPool& pool, const Layout& l, const uint8_t* packed, const PackedX
 }  // namespace
 
 bool PacksQ8aPanels(QuantKind kind, int64_t K) {
+  if (kind == QuantKind::kQ6_K) return K > 0 && K % 256 == 0;
   return (kind == QuantKind::kQ4_0 || kind == QuantKind::kQ5_0 || kind == QuantKind::kQ8_0) &&
          K > 0 && K % kQ8Block == 0;
 }
 
 std::shared_ptr<const void> PackQ8aPanels(ThreadPool& pool, const TensorView& w) {
   if (w.shape.size() != 2 || !PacksQ8aPanels(w.quant.kind, w.dim(1))) return nullptr;
+  const bool q6k = w.quant.kind == QuantKind::kQ6_K;
   const Layout l = LayoutOf(w.quant.kind, w.dim(0), w.dim(1));
-  const size_t bytes = static_cast<size_t>(l.panels * l.panel_bytes);
+  const int64_t panel_bytes = q6k ? Q6KPanelBytes(w.dim(1)) : l.panel_bytes;
+  const size_t bytes = static_cast<size_t>(l.panels * panel_bytes);
   constexpr size_t kHuge = size_t{2} << 20;
   // 2 MiB-aligned so that transparent huge pages can back it (fewer TLB misses on a stream).
   const size_t align = bytes >= kHuge ? kHuge : 64;
@@ -358,12 +362,19 @@ std::shared_ptr<const void> PackQ8aPanels(ThreadPool& pool, const TensorView& w)
   std::shared_ptr<const void> out(raw, [](const void* p) { std::free(const_cast<void*>(p)); });
   uint8_t* dst = static_cast<uint8_t*>(raw);
   pool.ParallelFor(l.panels, 1, [&](int64_t b, int64_t e) {
-    for (int64_t p = b; p < e; ++p) PackPanel(w, l, p, dst + p * l.panel_bytes);
+    for (int64_t p = b; p < e; ++p) {
+      if (q6k) {
+        PackPanelQ6K(w, p, dst + p * panel_bytes);
+      } else {
+        PackPanel(w, l, p, dst + p * panel_bytes);
+      }
+    }
   });
   return out;
 }
 
 void MatMulQ8aPacked(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y) {
+  if (w.quant.kind == QuantKind::kQ6_K) return MatMulQ8aPackedQ6K(pool, w, x, T, y);
 #if G4_Q8P_X86
   const Layout l = LayoutOf(w.quant.kind, w.dim(0), w.dim(1));
   thread_local PackedX caller_x;

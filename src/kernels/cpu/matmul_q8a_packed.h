@@ -1,6 +1,7 @@
 // Load-time repacked weights for the CPU MatMulQ8a (ops/matmul_q8a.h) on AVX-512 VNNI: Q4_0,
-// Q5_0 and Q8_0 rows regrouped into panels of 16 rows in which int32 lane r of a 64-byte line is
-// row r, at the file's own bit width (a Q4_0 panel is as many bytes as its 16 rows). Decode and
+// Q5_0, Q8_0 and Q6_K rows (matmul_q8a_packed_q6k.h) regrouped into panels of 16 rows in which
+// int32 lane r of a 64-byte line is row r, at the file's own bit width (a Q4_0 panel is as many
+// bytes as its 16 rows). Decode and
 // prefill both read them: a thread streams its panels front to back (one stream, which the
 // prefetchers follow), 16 rows share every load of x, and no panel is built per call.
 #pragma once
