@@ -40,8 +40,8 @@ StatusOr<BackendKind> ParseBackendKind(const std::string& name);
 
 // How the GGUF matmuls treat the activations. kExact: f32 (MatMul, ops/matmul.h), what the
 // golden tests check. kQ8: int8 blocks with integer dot products where MatMulQ8a defines them
-// (ops/matmul_q8a.h: decode, and prefill / batches against Q4_0 / Q5_0 / Q8_0), llama.cpp's
-// arithmetic; cpu and ref backends.
+// (ops/matmul_q8a.h: decode, prefill and batches against Q4_0 / Q5_0 / Q8_0 / Q4_K / Q6_K),
+// llama.cpp's arithmetic; cpu and ref backends.
 enum class MatVec { kExact, kQ8 };
 const char* MatVecName(MatVec m);  // "exact" | "q8"
 // "exact" | "q8"; InvalidArgument naming the accepted values otherwise.

@@ -21,7 +21,7 @@ void AddModelOptions(CLI::App* sub, ModelFlags* flags) {
   sub->add_option("--matvec", flags->matvec,
                   "GGUF matmuls: exact (f32 activations) or q8 (int8 activations and integer dot "
                   "products against Q4_0 / Q5_0 / Q8_0 / Q4_K / Q6_K, as llama.cpp; on AVX-512 "
-                  "VNNI Q4_0 / Q5_0 / Q8_0 weights are repacked at load; cpu and ref)");
+                  "VNNI all but Q4_K are repacked at load; cpu and ref)");
 }
 
 StatusOr<std::unique_ptr<Backend>> OpenBackend(const std::string& name, int threads,
