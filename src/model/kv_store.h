@@ -24,8 +24,9 @@
 
 namespace g4 {
 
-// Keys/values a chunk of queries attends over: [S, n_kv_heads, head_dim] each, with the
-// absolute position of every entry (negative = empty slot). All three in the store's Memory.
+// Keys/values a chunk of queries attends over: [S, n_kv_heads, head_dim] each, f32 (k, v) or
+// bf16 (k16, v16: a store of KvDtype kBF16), with the absolute position of every entry
+// (negative = empty slot). All in the store's Memory.
 // S is the storage's fixed capacity (a ring's window, a growing array's allocated length), not
 // the entries filled: attention skips the empty ones, and a recorded step stays valid.
 struct KvView {
@@ -33,6 +34,8 @@ struct KvView {
   const float* v = nullptr;
   const int32_t* pos = nullptr;
   int64_t S = 0;
+  const uint16_t* k16 = nullptr;
+  const uint16_t* v16 = nullptr;
 };
 
 // How a store issues its writes: the backend's KvWrite op (Backend::KvWrite) in the forward
@@ -44,6 +47,8 @@ class KvStore {
   virtual ~KvStore() = default;
   // Where the K/V live; the forward pass refuses a store that is not in its backend's Memory.
   virtual Memory& memory() const = 0;
+  // What the K/V are stored as; the forward pass refuses a dtype its backend cannot attend.
+  virtual KvDtype kv_dtype() const = 0;
   // The host's part of appending positions pos[0..C) (host array; consecutive, following the
   // last stored one) to every layer that owns K/V: checks, growth (which may move the storage),
   // bookkeeping. Runs before the step's ops; after an order or context error nothing changed.

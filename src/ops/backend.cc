@@ -113,11 +113,16 @@ OpTable MakeCudaTable() {
 #endif
 
 // kCuda: chooses the device policy into *policy; the reason when the backend cannot run.
-Status InitDevice(BackendKind kind, MatVec matvec, std::string* policy) {
+Status InitDevice(BackendKind kind, MatVec matvec, KvDtype kv_dtype, std::string* policy) {
   if (kind != BackendKind::kCuda) return Status();
   if (matvec != MatVec::kExact) {
     return InvalidArgument(std::string("--matvec ") + MatVecName(matvec) +
                            ": int8 activations run on the cpu and ref backends only");
+  }
+  if (kv_dtype != KvDtype::kF32) {
+    return InvalidArgument(std::string("--kv-dtype ") + KvDtypeName(kv_dtype) +
+                           ": the CUDA attention reads f32 K/V only (bf16 K/V run on the cpu and "
+                           "ref backends)");
   }
 #ifdef G4_HAS_CUDA
   auto p = cuda::Init(0);
@@ -196,10 +201,11 @@ const OpTable& GetOpTable(BackendKind kind, MatVec matvec) {
   return q8 ? cpu_q8_table : cpu_table;
 }
 
-Backend::Backend(BackendKind kind, int threads, MatVec matvec)
+Backend::Backend(BackendKind kind, int threads, MatVec matvec, KvDtype kv_dtype)
     : kind_(kind),
       matvec_(matvec),
-      status_(InitDevice(kind, matvec, &device_policy_)),
+      kv_dtype_(kv_dtype),
+      status_(InitDevice(kind, matvec, kv_dtype, &device_policy_)),
       ops_(GetOpTable(status_.ok() ? kind : BackendKind::kCpu, matvec)),
       memory_(MemoryFor(kind, status_)),
       pool_(kind == BackendKind::kRef ? 1 : threads) {}
@@ -215,10 +221,14 @@ Backend::~Backend() {
 }
 
 StatusOr<std::unique_ptr<Backend>> Backend::Create(BackendKind kind, int threads,
-                                                   MatVec matvec) {
-  auto b = std::make_unique<Backend>(kind, threads, matvec);
+                                                   MatVec matvec, KvDtype kv_dtype) {
+  auto b = std::make_unique<Backend>(kind, threads, matvec, kv_dtype);
   if (!b->status().ok()) return b->status();
   return b;
+}
+
+bool Backend::AttendsKvDtype(KvDtype t) const {
+  return t == KvDtype::kF32 || !(kind_ == BackendKind::kCuda && status_.ok());
 }
 
 bool Backend::can_capture() const {
@@ -247,7 +257,8 @@ std::string Backend::PolicyString() const {
   std::string s = std::string("backend=") + BackendName(status_.ok() ? kind_ : BackendKind::kCpu);
   if (kind_ == BackendKind::kCuda && status_.ok()) {
     // The weights are uploaded on first use; activations and KV caches live on the device.
-    return s + " " + device_policy_ + " activations=device threads=" + std::to_string(pool_.size());
+    return s + " " + device_policy_ + " activations=device kv=f32 threads=" +
+           std::to_string(pool_.size());
   }
   s += std::string(" isa=") + (kind_ == BackendKind::kRef ? "scalar" : cpu::TargetName());
   s += " threads=" + std::to_string(pool_.size());
@@ -256,6 +267,7 @@ std::string Backend::PolicyString() const {
   if (matvec_ == MatVec::kQ8) {  // the integer-dot kernel: the ref backend's is plain C++
     s += std::string(":") + (kind_ == BackendKind::kRef ? "scalar" : cpu::MatMulQ8aKernel());
   }
+  s += std::string(" kv=") + KvDtypeName(kv_dtype_);
   return s;
 }
 

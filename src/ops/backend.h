@@ -78,20 +78,27 @@ class Backend {
   // driver, an unsupported card, a build without CUDA) status() says why and the ops are the CPU
   // backend's, so a caller that ignores it gets correct, slow results rather than a crash.
   // Callers check status() (or use Create).
-  // matvec kQ8 on kCuda: status() is InvalidArgument.
-  Backend(BackendKind kind, int threads, MatVec matvec = MatVec::kExact);
+  // matvec kQ8 or kv_dtype kBF16 on kCuda: status() is InvalidArgument. kv_dtype: what the KV
+  // caches of this backend's callers store (kv_dtype()); it changes no op.
+  Backend(BackendKind kind, int threads, MatVec matvec = MatVec::kExact,
+          KvDtype kv_dtype = KvDtype::kF32);
   ~Backend();
   Backend(const Backend&) = delete;
   Backend& operator=(const Backend&) = delete;
 
   // The backend, or why it cannot run here (e.g. "--backend cuda: no CUDA device: ...").
   static StatusOr<std::unique_ptr<Backend>> Create(BackendKind kind, int threads,
-                                                   MatVec matvec = MatVec::kExact);
+                                                   MatVec matvec = MatVec::kExact,
+                                                   KvDtype kv_dtype = KvDtype::kF32);
   // OK, or why the requested backend is not running (kCuda only).
   const Status& status() const { return status_; }
 
   BackendKind kind() const { return kind_; }
   MatVec matvec() const { return matvec_; }
+  // What callers create KV caches as (SequenceKvCache::Create), and whether the attention op
+  // reads a cache stored as t (bf16: the ref and CPU ops; the forward pass refuses otherwise).
+  KvDtype kv_dtype() const { return kv_dtype_; }
+  bool AttendsKvDtype(KvDtype t) const;
   // How this backend's matmuls want quantized linears repacked at load (LoadOptions), or null.
   PackWeightFn weight_packer() const { return ops_.pack_weight; }
   ThreadPool& pool() { return pool_; }
@@ -99,10 +106,10 @@ class Backend {
   // HostMemory() for ref and CPU (and for kCuda when the device is unusable); device memory for
   // a running kCuda backend.
   Memory& memory() const { return memory_; }
-  // "backend=cpu isa=AVX2 threads=2 compute=f32 matvec=exact" (or "matvec=q8:vnni512", the
-  // integer-dot kernel chosen): the first part of the device policy line.
+  // "backend=cpu isa=AVX2 threads=2 compute=f32 matvec=exact kv=bf16" (or "matvec=q8:vnni512",
+  // the integer-dot kernel chosen): the first part of the device policy line.
   // CUDA: "backend=cuda device=NVIDIA_H200 cc=9.0 ... compute=bf16 smem_optin=227KiB
-  // gemm_tile=... w4a16_tile=... attn256=... attn512=... activations=device threads=16".
+  // gemm_tile=... w4a16_tile=... attn256=... attn512=... activations=device kv=f32 threads=16".
   std::string PolicyString() const;
 
   // Times every op call into `profiler` while it is enabled; nullptr detaches. The profiler
@@ -197,6 +204,7 @@ class Backend {
 
   BackendKind kind_;
   MatVec matvec_;
+  KvDtype kv_dtype_;
   std::string device_policy_;  // kCuda: DevicePolicy::ToString(); before status_ (filled by it)
   Status status_;
   const OpTable& ops_;

@@ -30,7 +30,8 @@ StatusOr<GenerationResult> Generate(const CausalLM& model, Backend& backend,
                            std::to_string(context) + " tokens");
   }
   G4_ASSIGN_OR_RETURN(std::unique_ptr<SequenceKvCache> cache,
-                      SequenceKvCache::Create(c.layers, static_cast<int>(context), backend.memory()));
+                      SequenceKvCache::Create(c.layers, static_cast<int>(context), backend.memory(),
+                                              backend.kv_dtype()));
   if (cb.on_info) cb.on_info(cache->Describe());
   return GenerateInCache(model, backend, *cache, prompt, o, cb);
 }

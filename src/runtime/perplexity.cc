@@ -77,11 +77,12 @@ StatusOr<PerplexityResult> Perplexity(const CausalLM& model, Backend& backend,
     if (o.bos >= 0) ids[0] = o.bos;
     G4_ASSIGN_OR_RETURN(std::unique_ptr<SequenceKvCache> cache,
                         SequenceKvCache::Create(info.layers, static_cast<int>(n_ctx),
-                                                backend.memory()));
+                                                backend.memory(), backend.kv_dtype()));
     std::unique_ptr<SequenceKvCache> base_cache;
     if (o.baseline != nullptr) {
-      G4_ASSIGN_OR_RETURN(base_cache, SequenceKvCache::Create(info.layers, static_cast<int>(n_ctx),
-                                                              o.baseline->memory()));
+      G4_ASSIGN_OR_RETURN(base_cache,
+                          SequenceKvCache::Create(info.layers, static_cast<int>(n_ctx),
+                                                  o.baseline->memory(), o.baseline->kv_dtype()));
     }
     for (int64_t start = 0; start < n_ctx; start += batch) {
       const int64_t len = std::min(batch, n_ctx - start);

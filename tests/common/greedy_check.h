@@ -1,7 +1,7 @@
 // The golden greedy check shared by the CPU decode tests (tests/runtime/decode_test.cc) and the
 // CUDA ones (tests/kernels/cuda/emu/emu_decode_test.cc): a golden case's prompt prefilled
 // through the KV cache in chunks of 5, then one token at a time, reproduces meta.json's greedy
-// ids exactly and greedy_logits.f32 within `tol` at every step.
+// ids exactly and greedy_logits.f32 within `tol` at every step (the cache stores `kv`).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -32,14 +32,14 @@ inline double MaxDiff(const std::vector<float>& a, const std::vector<float>& b) 
 // Runs the check for the case in `dir` whose meta.json has a "greedy" entry.
 inline void ExpectCachedGreedyMatchesGolden(const CausalLM& model, Backend& backend,
                                             const std::string& dir, const nlohmann::json& meta,
-                                            double tol) {
+                                            double tol, KvDtype kv = KvDtype::kF32) {
   const int64_t V = model.info().vocab_size;
   const std::vector<float> step_ref = ReadF32File(dir + "/greedy_logits.f32");
   const std::vector<int32_t> prompt = ReadIds(dir + "/input_ids.json");
   const auto& expected = meta["greedy"]["ids"];
   auto cache = SequenceKvCache::Create(model.info().layers,
                                        static_cast<int>(prompt.size() + expected.size() + 1),
-                                       backend.memory());
+                                       backend.memory(), kv);
   ASSERT_TRUE(cache.ok());
   auto logits = Prefill(model, backend, **cache, prompt, 5);
   ASSERT_TRUE(logits.ok()) << logits.status().ToString();

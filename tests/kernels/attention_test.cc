@@ -2,7 +2,8 @@
 // prefill with empty trailing slots, a ring-buffer KV cache whose slot order is not position
 // order, sliding windows (the q - k < window boundary included), random positions with empty
 // slots and queries that see no key (which must get exact zeros), misaligned buffers, pools of 1
-// and 3 threads.
+// and 3 threads, K/V stored as f32 or bf16 (both kernels read the same bf16 values, widened
+// exactly, so the tolerance is the same).
 // Tolerance: |o - ref| <= 5e-6 * max|v|. The output is a convex combination of V rows, so its
 // error is max|v| times (the relative error of the softmax weights + the f32 rounding of the
 // weighted sum): scores are f32 dot products of ~|s| <= 6 here with ~1e-6 absolute error, exp
@@ -18,6 +19,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/dtype.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/ref/kernels.h"
@@ -92,8 +94,9 @@ bool Visible(int32_t qp, int32_t kp, int32_t window) {
 
 // Runs both kernels; returns max |o - ref| / max|v| and checks that (t, h) rows with no visible
 // key are exactly zero in the CPU output.
+// bf16: K/V handed to both kernels as bf16 (k16, v16), rounded from the same random values.
 double RunAndCompare(ThreadPool& pool, Layout layout, const Shape& s, bool misalign, uint32_t seed,
-                     float perturb = 0.0f) {
+                     float perturb = 0.0f, bool bf16 = false) {
   std::vector<int32_t> q_pos, k_pos;
   MakePositions(layout, s, seed, &q_pos, &k_pos);
   const FloatBuffer q(RandomFloats(s.T * s.H * s.D, seed + 1), misalign);
@@ -103,10 +106,24 @@ double RunAndCompare(ThreadPool& pool, Layout layout, const Shape& s, bool misal
   for (int64_t i = 0; i < s.T * s.H * s.D; ++i) out.data()[i] = NAN;  // must all be written
   std::vector<float> ref(static_cast<size_t>(s.T * s.H * s.D));
 
+  // bf16 copies, one element in when misaligned (2-byte aligned only).
+  const int64_t n_kv = s.S * s.KV * s.D;
+  std::vector<uint16_t> k16(static_cast<size_t>(n_kv + 1)), v16(k16.size());
+  const size_t off = misalign ? 1 : 0;
+  for (int64_t i = 0; i < n_kv; ++i) {
+    k16[off + i] = F32ToBf16(k.data()[i]);
+    v16[off + i] = F32ToBf16(v.data()[i]);
+  }
+
   AttentionArgs a;
   a.q = q.data();
-  a.k = k.data();
-  a.v = v.data();
+  if (bf16) {
+    a.k16 = k16.data() + off;
+    a.v16 = v16.data() + off;
+  } else {
+    a.k = k.data();
+    a.v = v.data();
+  }
   a.q_pos = q_pos.data();
   a.k_pos = k_pos.data();
   a.T = s.T;
@@ -167,6 +184,7 @@ TEST_P(AttentionTest, MatchesRef) {
           for (Layout layout :
                {Layout::kPrefill, Layout::kRing, Layout::kRandom, Layout::kAllEmpty}) {
             const bool misalign = (seed & 1) != 0;
+            const bool bf16 = (seed & 4) != 0;  // each dtype on about half the cases
             // 1/sqrt(D) is the usual scale; Gemma 4 uses 1 (its q/k are RMS-normed), tried on
             // small D where the scores stay in a range where softmax is not one-hot.
             const float scale =
@@ -176,8 +194,9 @@ TEST_P(AttentionTest, MatchesRef) {
                          " H=" + std::to_string(H) + " KV=" + std::to_string(KV) +
                          " T=" + std::to_string(T) + " S=" + std::to_string(S) +
                          " window=" + std::to_string(window) + " scale=" + std::to_string(scale) +
-                         " misalign=" + std::to_string(misalign));
-            ASSERT_LE(RunAndCompare(pool, layout, s, misalign, seed++), kTol);
+                         " misalign=" + std::to_string(misalign) +
+                         " bf16=" + std::to_string(bf16));
+            ASSERT_LE(RunAndCompare(pool, layout, s, misalign, seed++, 0.0f, bf16), kTol);
           }
         }
       }
@@ -195,10 +214,13 @@ TEST(AttentionLong, DecodeOverLongCache) {
   ThreadPool pool(2);
   for (int64_t D : {256, 512}) {
     for (int32_t window : {0, 512}) {
-      const Shape s{1, 1500, 8, 1, D, window, 1.0f / std::sqrt(static_cast<float>(D))};
-      SCOPED_TRACE("D=" + std::to_string(D) + " window=" + std::to_string(window));
-      EXPECT_LE(RunAndCompare(pool, Layout::kRing, s, true, 7), kTol);
-      EXPECT_LE(RunAndCompare(pool, Layout::kPrefill, s, false, 8), kTol);
+      for (bool bf16 : {false, true}) {
+        const Shape s{1, 1500, 8, 1, D, window, 1.0f / std::sqrt(static_cast<float>(D))};
+        SCOPED_TRACE("D=" + std::to_string(D) + " window=" + std::to_string(window) +
+                     " bf16=" + std::to_string(bf16));
+        EXPECT_LE(RunAndCompare(pool, Layout::kRing, s, true, 7, 0.0f, bf16), kTol);
+        EXPECT_LE(RunAndCompare(pool, Layout::kPrefill, s, false, 8, 0.0f, bf16), kTol);
+      }
     }
   }
 }

@@ -1,9 +1,11 @@
 // g4::ref::KvWrite (the ref and CPU backends' KvWrite, ops/kv_write.h): slots from positions,
-// ring wrap, skipped rows, nothing written outside the slots it names.
+// ring wrap, skipped rows, nothing written outside the slots it names; bf16 caches (each value
+// rounded as g4::F32ToBf16) and a base position (slot = position - base).
 
 #include <cstdint>
 #include <vector>
 
+#include "core/dtype.h"
 #include "gtest/gtest.h"
 #include "kernels/ref/kernels.h"
 
@@ -80,6 +82,45 @@ TEST(KvWriteTest, FullLayerSlotIsThePositionAndOutOfRangeRowsAreSkipped) {
   EXPECT_EQ(c.k[4 * row], 0.0f);
   EXPECT_EQ(c.v[5 * row + 3], -1003.0f);
   for (size_t i = 0; i < static_cast<size_t>(4 * row); ++i) EXPECT_EQ(c.k[i], -7.0f);
+}
+
+// bf16 storage: every value rounded to nearest even, the same slots as f32; with window 0 a
+// base moves slot 0 to that position (the ring's chunk scratch), and rows before it are skipped.
+TEST(KvWriteTest, Bf16CacheRoundsEachValueAndBaseShiftsTheSlots) {
+  ThreadPool pool(1);
+  const int64_t row = 5, capacity = 4;
+  std::vector<float> k, v;
+  const std::vector<int32_t> pos = {9, 10, 11, 12, 14};  // 9 is before base 10, 14 past the end
+  MakeChunk(5, row, &k, &v);
+  for (size_t i = 0; i < k.size(); ++i) k[i] += 0.00390625f * static_cast<float>(i % 3);  // 2^-8
+  std::vector<uint16_t> kc(static_cast<size_t>(capacity * row), 0x7fc0);  // NaN until written
+  std::vector<uint16_t> vc(kc.size(), 0x7fc0);
+  std::vector<int32_t> pc(static_cast<size_t>(capacity), -1);
+  KvWriteArgs a;
+  a.k = k.data();
+  a.v = v.data();
+  a.pos = pos.data();
+  a.C = 5;
+  a.row = row;
+  a.base = 10;
+  a.capacity = capacity;
+  a.k_cache16 = kc.data();
+  a.v_cache16 = vc.data();
+  a.pos_cache = pc.data();
+  ref::KvWrite(pool, a);
+  EXPECT_EQ(pc, (std::vector<int32_t>{10, 11, 12, -1}));
+  for (int64_t slot = 0; slot < 3; ++slot) {
+    for (int64_t i = 0; i < row; ++i) {
+      const size_t src = static_cast<size_t>((slot + 1) * row + i);  // chunk row slot + 1
+      const size_t dst = static_cast<size_t>(slot * row + i);
+      EXPECT_EQ(kc[dst], F32ToBf16(k[src])) << "slot " << slot << " i " << i;
+      EXPECT_EQ(vc[dst], F32ToBf16(v[src]));
+    }
+  }
+  // Slot 0 got 1000 + 2^-7, which bf16 (8 significant bits) rounds to 1000.
+  EXPECT_EQ(k[static_cast<size_t>(row)], 1000.0f + 0.0078125f);
+  EXPECT_EQ(Bf16ToF32(kc[0]), 1000.0f);
+  for (size_t i = 3 * row; i < kc.size(); ++i) EXPECT_EQ(kc[i], 0x7fc0);  // slot 3 untouched
 }
 
 }  // namespace

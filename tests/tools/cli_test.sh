@@ -17,7 +17,7 @@ for backend in cpu ref; do
   "$G4" logits --model "$TMP/m" --ids 2,17,33 --backend "$backend" --out "$TMP/l_$backend.f32" \
     >"$TMP/out_$backend" 2>"$TMP/err_$backend" || fail "logits --backend $backend: $(cat "$TMP/err_$backend")"
   first=$(head -n1 "$TMP/err_$backend")
-  [[ "$first" == "g4: device policy: backend=$backend "*"compute=f32 matvec=exact" ]] \
+  [[ "$first" == "g4: device policy: backend=$backend "*"compute=f32 matvec=exact kv=f32" ]] \
     || fail "first stderr line is not the device policy: '$first'"
   second=$(sed -n 2p "$TMP/err_$backend")
   [ "$second" == "g4: model architecture=gemma4 weights=bf16 head=bf16" ] \
@@ -47,6 +47,13 @@ done
 head -n1 "$TMP/err_mv" | grep -q "compute=f32 matvec=q8:" || fail "--matvec q8 not stated: $(head -n1 "$TMP/err_mv")"
 if "$G4" logits --model "$TMP/m" --ids 2 --matvec int8 >/dev/null 2>"$TMP/bad"; then fail "--matvec int8 accepted"; fi
 grep -q "unknown --matvec 'int8' (expected: exact, q8)" "$TMP/bad" || fail "matvec message: $(cat "$TMP/bad")"
+# --kv-dtype bf16 is stated in the policy line and the cache's description; a bad value is named.
+"$G4" generate --model "$TMP/m" --ids 2,5 --max-tokens 2 --kv-dtype bf16 >/dev/null 2>"$TMP/err_kv" \
+  || fail "--kv-dtype bf16: $(cat "$TMP/err_kv")"
+head -n1 "$TMP/err_kv" | grep -q " kv=bf16" || fail "--kv-dtype bf16 not stated: $(head -n1 "$TMP/err_kv")"
+grep -q "KV cache: .*; bf16; " "$TMP/err_kv" || fail "cache not described as bf16: $(cat "$TMP/err_kv")"
+if "$G4" generate --model "$TMP/m" --ids 2 --kv-dtype f16 >/dev/null 2>"$TMP/bad"; then fail "--kv-dtype f16 accepted"; fi
+grep -q -- "--kv-dtype: KV dtype \"f16\": expected f32 or bf16" "$TMP/bad" || fail "kv-dtype message: $(cat "$TMP/bad")"
 
 if "$G4" logits --model "$TMP/m" --ids 2,9999 >/dev/null 2>"$TMP/bad"; then fail "out-of-vocab id accepted"; fi
 grep -q "token id 9999 at position 1 is outside the vocabulary" "$TMP/bad" || fail "bad id message: $(cat "$TMP/bad")"
@@ -75,7 +82,7 @@ for cmd in "logits --ids 2" "generate --ids 2" "run --prompt hi" "bench --contex
   # shellcheck disable=SC2086
   if "$G4" $cmd --model "$TMP/none" >/dev/null 2>"$TMP/bad"; then fail "$cmd: missing model accepted"; fi
   first=$(head -n1 "$TMP/bad")
-  [[ "$first" == "g4: device policy: backend=cpu "*"compute=f32 matvec=exact" ]] || fail "$cmd: first line '$first'"
+  [[ "$first" == "g4: device policy: backend=cpu "*"compute=f32 matvec=exact kv=f32" ]] || fail "$cmd: first line '$first'"
   sed -n 2p "$TMP/bad" | grep -q "^g4: error: .*$TMP/none" || fail "$cmd: no load error after the policy: $(cat "$TMP/bad")"
 done
 

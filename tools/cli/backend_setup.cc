@@ -22,19 +22,25 @@ void AddModelOptions(CLI::App* sub, ModelFlags* flags) {
                   "GGUF matmuls: exact (f32 activations) or q8 (int8 activations and integer dot "
                   "products against Q4_0 / Q5_0 / Q8_0 / Q4_K / Q6_K, as llama.cpp; on AVX-512 "
                   "VNNI all but Q4_K are repacked at load; cpu and ref)");
+  sub->add_option("--kv-dtype", flags->kv_dtype,
+                  "KV cache storage: f32 (default) or bf16 (half the bytes per token, read "
+                  "directly by the attention; cpu and ref; see docs/speed.md for its accuracy)");
 }
 
 StatusOr<std::unique_ptr<Backend>> OpenBackend(const std::string& name, int threads,
-                                               const std::string& matvec) {
+                                               const std::string& matvec,
+                                               const std::string& kv_dtype) {
   G4_ASSIGN_OR_RETURN(const BackendKind kind, ParseBackendKind(name));
   G4_ASSIGN_OR_RETURN(const MatVec mv, ParseMatVec(matvec));
-  G4_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, Backend::Create(kind, threads, mv));
+  auto kv = ParseKvDtype(kv_dtype);
+  if (!kv.ok()) return kv.status().WithContext("--kv-dtype");
+  G4_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, Backend::Create(kind, threads, mv, *kv));
   LogInfo("device policy: " + backend->PolicyString());
   return backend;
 }
 
 StatusOr<std::unique_ptr<Backend>> OpenBackend(const ModelFlags& flags) {
-  return OpenBackend(flags.backend, flags.threads, flags.matvec);
+  return OpenBackend(flags.backend, flags.threads, flags.matvec, flags.kv_dtype);
 }
 
 StatusOr<LoadOptions> LoadOptionsFor(const ModelFlags& flags, const Backend& backend) {

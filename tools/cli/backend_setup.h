@@ -27,15 +27,19 @@ struct ModelFlags {
   std::string head = "auto";    // --head
   int threads = 0;              // --threads
   std::string matvec = "exact";  // --matvec
+  std::string kv_dtype = "f32";  // --kv-dtype
 };
 
-// Registers --model (required), --revision, --backend, --threads, --head and --matvec.
+// Registers --model (required), --revision, --backend, --threads, --head, --matvec and
+// --kv-dtype.
 void AddModelOptions(CLI::App* sub, ModelFlags* flags);
 
 // Parses `name` (cpu, ref, cuda), creates the backend and logs "device policy: ...". The error
 // names the backend (e.g. "--backend cuda: no CUDA device: ...").
+// kv_dtype: f32 or bf16 (cpu and ref only).
 StatusOr<std::unique_ptr<Backend>> OpenBackend(const std::string& name, int threads,
-                                               const std::string& matvec = "exact");
+                                               const std::string& matvec = "exact",
+                                               const std::string& kv_dtype = "f32");
 StatusOr<std::unique_ptr<Backend>> OpenBackend(const ModelFlags& flags);
 
 // A model with the checkpoint it was loaded from (its tokenizer and JSON files come from there).

@@ -172,12 +172,13 @@ double PrefillFlopsPerToken(const CausalLM& m, int n, int chunk) {
   return linear + attn + head;
 }
 
-// Bytes of K and V one decode step reads at `context` cached positions (f32 cache).
-double KvBytesPerToken(const ModelInfo& c, int context) {
+// Bytes of K and V one decode step reads at `context` cached positions (KV-shared layers read
+// their donors'), stored as `dtype`.
+double KvBytesPerToken(const ModelInfo& c, int context, KvDtype dtype) {
   double b = 0;
   for (const KvLayout& l : c.layers) {
     const int visible = l.sliding() ? std::min(context, l.window) : context;
-    b += 2.0 * visible * l.n_kv_heads * l.head_dim * sizeof(float);
+    b += 2.0 * visible * l.n_kv_heads * l.head_dim * static_cast<double>(KvDtypeSize(dtype));
   }
   return b;
 }
@@ -201,7 +202,8 @@ StatusOr<RunResult> RunOnce(const CausalLM& m, Backend& be, const std::vector<in
   }
   const auto t0 = Clock::now();
   for (size_t b = 0; b < B; ++b) {
-    G4_ASSIGN_OR_RETURN(caches[b], SequenceKvCache::Create(c.layers, context, be.memory()));
+    G4_ASSIGN_OR_RETURN(caches[b],
+                        SequenceKvCache::Create(c.layers, context, be.memory(), be.kv_dtype()));
     G4_ASSIGN_OR_RETURN(logits[b], Prefill(m, be, *caches[b], prompt, chunk));
   }
   r.prefill_s = Seconds(t0, Clock::now());
@@ -415,7 +417,7 @@ int Run(const BenchArgs& a) {
             median_step > 0 ? a.batch / median_step : 0.0,
             Median(e2e),
             Median(prefill) * flops / 1e9,
-            KvBytesPerToken(c, ctx),
+            KvBytesPerToken(c, ctx, be.kv_dtype()),
             sum.decode_s > 0 ? sum.decode_cpu_s / (sum.decode_s * be.pool().size()) : 0.0};
     rows.push_back(row);
     ordered_json j;
@@ -460,7 +462,12 @@ int Run(const BenchArgs& a) {
     std::printf("%s%s %s", first ? "" : ", ", name.c_str(), Gb(static_cast<double>(bytes)).c_str());
     first = false;
   }
-  std::printf(")\n%s bandwidth %.2f GB/s (median of %zu; min %.2f, max %.2f) -> roofline %.2f tok/s\n",
+  // What the KV cache stores per token (full layers) and in its rings, as a bench cache holds it.
+  const int kv_ctx = *std::max_element(contexts->begin(), contexts->end()) + a.decode;
+  auto kv_probe = SequenceKvCache::Create(c.layers, kv_ctx, HostMemory(), be.kv_dtype());
+  const std::string kv_line = kv_probe.ok() ? (*kv_probe)->Describe() : "";
+  std::printf(")\n%s\n", kv_line.c_str());
+  std::printf("%s bandwidth %.2f GB/s (median of %zu; min %.2f, max %.2f) -> roofline %.2f tok/s\n",
               be.memory().is_device() ? "device copy" : "read", bw / 1e9, bw_samples.size(), *std::min_element(bw_samples.begin(), bw_samples.end()) / 1e9,
               *std::max_element(bw_samples.begin(), bw_samples.end()) / 1e9, roofline);
   std::printf("f32 FMA peak %.1f GFLOP/s (all threads measured %.1f, one thread %.1f)\n",
@@ -517,6 +524,9 @@ int Run(const BenchArgs& a) {
   out["policy"] = policy;
   out["threads"] = be.pool().size();
   out["lm_head"] = StorageName(model.lm_head());
+  out["kv_dtype"] = KvDtypeName(be.kv_dtype());
+  out["kv_cache"] = kv_line;
+  if (kv_probe.ok()) out["kv_bytes_per_token"] = (*kv_probe)->bytes_per_token();
   ordered_json storage;
   for (const auto& [name, bytes] : by_storage) storage[name] = bytes;
   out["decode_weight_bytes_by_storage"] = storage;

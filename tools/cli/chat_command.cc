@@ -278,7 +278,8 @@ class ChatLoop {
     }
     G4_ASSIGN_OR_RETURN(cache_, SequenceKvCache::Create(s_.model().info().layers,
                                                         static_cast<int>(context),
-                                                        s_.backend->memory()));
+                                                        s_.backend->memory(),
+                                                        s_.backend->kv_dtype()));
     return Status::Ok();
   }
 

@@ -20,7 +20,7 @@ namespace {
 
 struct PerplexityArgs {
   ModelFlags model;
-  std::string file, json_path, baseline_matvec;
+  std::string file, json_path, baseline_matvec, baseline_kv_dtype;
   PerplexityOptions options;
 };
 
@@ -40,9 +40,12 @@ int Run(PerplexityArgs& a) {
       tok.Encode(text, EncodeOptions{/*parse_special=*/false, add_bos});
   a.options.bos = add_bos ? tok.special_ids().bos : -1;
   std::unique_ptr<Backend> baseline;
-  if (!a.baseline_matvec.empty()) {
-    auto b = OpenBackend(a.model.backend, a.model.threads, a.baseline_matvec);
-    if (!b.ok()) return LogFailure(b.status().WithContext("--baseline-matvec"));
+  // The baseline differs from this run in --matvec, --kv-dtype or both.
+  if (!a.baseline_matvec.empty() || !a.baseline_kv_dtype.empty()) {
+    auto b = OpenBackend(a.model.backend, a.model.threads,
+                         a.baseline_matvec.empty() ? a.model.matvec : a.baseline_matvec,
+                         a.baseline_kv_dtype.empty() ? a.model.kv_dtype : a.baseline_kv_dtype);
+    if (!b.ok()) return LogFailure(b.status().WithContext("the baseline"));
     baseline = std::move(*b);
     a.options.baseline = baseline.get();
   }
@@ -58,9 +61,10 @@ int Run(PerplexityArgs& a) {
               r->chunks, a.options.ctx, static_cast<long long>(r->scored));
   const double n = static_cast<double>(std::max<int64_t>(1, r->scored));
   if (baseline) {
-    std::printf("Baseline (--matvec %s): PPL = %.4f; this run / baseline = %.5f; mean KL = %.6f "
-                "nats (max %.6f); same top token %.2f%%\n",
-                a.baseline_matvec.c_str(), r->baseline_ppl(), r->ppl() / r->baseline_ppl(),
+    std::printf("Baseline (--matvec %s --kv-dtype %s): PPL = %.4f; this run / baseline = %.5f; "
+                "mean KL = %.6f nats (max %.6f); same top token %.2f%%\n",
+                MatVecName(baseline->matvec()), KvDtypeName(baseline->kv_dtype()),
+                r->baseline_ppl(), r->ppl() / r->baseline_ppl(),
                 r->kl_sum / n, r->kl_max, 100.0 * static_cast<double>(r->top1_same) / n);
   }
   if (!a.json_path.empty()) {
@@ -73,7 +77,8 @@ int Run(PerplexityArgs& a) {
     j["nll_sum"] = r->nll_sum;
     j["running"] = r->running_ppl;
     if (baseline) {
-      j["baseline"] = {{"matvec", a.baseline_matvec},
+      j["baseline"] = {{"matvec", MatVecName(baseline->matvec())},
+                       {"kv_dtype", KvDtypeName(baseline->kv_dtype())},
                        {"ppl", r->baseline_ppl()},
                        {"kl_mean", r->kl_sum / n},
                        {"kl_max", r->kl_max},
@@ -103,6 +108,9 @@ RunFn AddPerplexityCommand(CLI::App& app) {
                   "Also run every chunk with this --matvec and report its perplexity, the KL "
                   "divergence from it and top-token agreement (e.g. --matvec q8 "
                   "--baseline-matvec exact --batch 1)");
+  sub->add_option("--baseline-kv-dtype", a->baseline_kv_dtype,
+                  "Also run every chunk with this --kv-dtype, compared as --baseline-matvec is "
+                  "(e.g. --kv-dtype bf16 --baseline-kv-dtype f32)");
   return [a] { return Run(*a); };
 }
 

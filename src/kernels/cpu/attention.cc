@@ -4,18 +4,20 @@
 // k_pos[s] <= q_pos[t] and, when window > 0, q_pos[t] - k_pos[s] < window; positions decide,
 // never slot order (the KV cache may be a ring). GQA: query head h reads KV head
 // h / (n_heads / n_kv_heads). Any head_dim (256, 512, odd) works: SIMD over head_dim with a
-// scalar tail. A query that sees no key gets zeros.
+// scalar tail. A query that sees no key gets zeros. K/V stored as bf16 are widened in registers
+// (exact), so a bf16 cache is read at half the bytes with the same f32 arithmetic.
 // Per (token, group of query heads sharing a KV head): gather the visible slots, SIMD dot
-// products 4 keys at a time for each head of the group (each K row read from memory once per
-// group), a two-pass f32 softmax (max, then exp) per head, and SIMD accumulation of the V rows,
-// again shared by the group. Work items (token, KV head, group) are split across the pool's
-// threads; decode splits a KV head's query heads into as many groups as there are threads.
+// products 2 keys x up to 8 heads at a time (each K vector loaded once for the group's heads), a
+// two-pass f32 softmax (max, then exp) per head, and SIMD accumulation of the V rows in key
+// blocks with the heads' sums in registers, again shared by the group. Work items (token, KV
+// head, group) are split across the pool's threads; decode over a long cache splits the keys.
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/export.h"
@@ -24,6 +26,7 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/cpu/attention.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/cache_control.h"
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "kernels/cpu/util-inl.h"
@@ -33,64 +36,121 @@ namespace g4::cpu {
 namespace HWY_NAMESPACE {
 namespace {
 
-// out[j] = dot(q, k_j) for the 4 rows k0..k3. q, k_j: [D].
-void Dot4(const float* HWY_RESTRICT q, const float* HWY_RESTRICT k0, const float* HWY_RESTRICT k1,
-          const float* HWY_RESTRICT k2, const float* HWY_RESTRICT k3, int64_t D, float* out) {
-  const DF df;
-  const int64_t L = static_cast<int64_t>(hn::Lanes(df));
-  VF a0 = hn::Zero(df), a1 = a0, a2 = a0, a3 = a0;
-  int64_t d = 0;
-  for (; d + L <= D; d += L) {
-    const VF qv = hn::LoadU(df, q + d);
-    a0 = hn::MulAdd(qv, hn::LoadU(df, k0 + d), a0);
-    a1 = hn::MulAdd(qv, hn::LoadU(df, k1 + d), a1);
-    a2 = hn::MulAdd(qv, hn::LoadU(df, k2 + d), a2);
-    a3 = hn::MulAdd(qv, hn::LoadU(df, k3 + d), a3);
-  }
-  float s0 = ReduceSum(df, a0), s1 = ReduceSum(df, a1), s2 = ReduceSum(df, a2),
-        s3 = ReduceSum(df, a3);
-  for (; d < D; ++d) {
-    s0 += q[d] * k0[d];
-    s1 += q[d] * k1[d];
-    s2 += q[d] * k2[d];
-    s3 += q[d] * k3[d];
-  }
-  out[0] = s0;
-  out[1] = s1;
-  out[2] = s2;
-  out[3] = s3;
+// Query heads one pass handles: 2 keys x kPassHeads accumulators plus the loads must fit the
+// vector registers (32 on AVX-512, 16 on AVX2 and below).
+constexpr int64_t kPassHeads = HWY_MAX_BYTES >= 64 ? 8 : 4;
+
+// Rows this many keys ahead are prefetched, a few per step: the hardware streamers alone left a
+// decode step waiting on its K/V loads (BM_AttentionDecode, bf16, head dim 512 over 2048
+// positions: 453 us without, 320 us with; distances 4 to 32 measured within 10%).
+constexpr int64_t kPrefetchKeys = 4;
+
+// Prefetches the `bytes` of a K or V row.
+HWY_INLINE void PrefetchRow(const void* row, int64_t bytes) {
+  const char* c = static_cast<const char*>(row);
+  for (int64_t b = 0; b < bytes; b += 64) hwy::Prefetch(c + b);
 }
 
-float Dot1(const float* HWY_RESTRICT q, const float* HWY_RESTRICT k, int64_t D) {
+// p[g * p_stride + j] = dot(q[g], k row vis[j]) for the NH heads g and the keys j in [0, nv).
+// Two keys at a time: each K vector is loaded (and widened) once for all NH heads, and the
+// 2 * NH independent accumulators keep the FMA units busy (4 keys x 1 head left them waiting
+// on one dependent chain per key and re-widened every K row for each head). q[g]: [D].
+template <int NH, class KT>
+void Scores(const float* const* q, const KT* kbase, int64_t kv_stride, const int32_t* vis,
+            int64_t nv, int64_t D, float* p, int64_t p_stride) {
   const DF df;
   const int64_t L = static_cast<int64_t>(hn::Lanes(df));
-  VF a = hn::Zero(df);
-  int64_t d = 0;
-  for (; d + L <= D; d += L) a = hn::MulAdd(hn::LoadU(df, q + d), hn::LoadU(df, k + d), a);
-  float s = ReduceSum(df, a);
-  for (; d < D; ++d) s += q[d] * k[d];
-  return s;
+  for (int64_t j = 0; j < nv; j += 2) {
+    const bool two = j + 1 < nv;
+    const KT* HWY_RESTRICT k0 = kbase + vis[j] * kv_stride;
+    const KT* HWY_RESTRICT k1 = two ? kbase + vis[j + 1] * kv_stride : k0;
+    for (int64_t f = j + kPrefetchKeys; f < std::min(nv, j + kPrefetchKeys + 2); ++f) {
+      PrefetchRow(kbase + vis[f] * kv_stride, D * static_cast<int64_t>(sizeof(KT)));
+    }
+    VF a0[NH], a1[NH];
+    for (int g = 0; g < NH; ++g) a0[g] = a1[g] = hn::Zero(df);
+    int64_t d = 0;
+    for (; d + L <= D; d += L) {
+      const VF kv0 = LoadWidened(df, k0 + d), kv1 = LoadWidened(df, k1 + d);
+      for (int g = 0; g < NH; ++g) {
+        const VF qv = hn::LoadU(df, q[g] + d);
+        a0[g] = hn::MulAdd(qv, kv0, a0[g]);
+        a1[g] = hn::MulAdd(qv, kv1, a1[g]);
+      }
+    }
+    for (int g = 0; g < NH; ++g) {
+      float s0 = ReduceSum(df, a0[g]), s1 = ReduceSum(df, a1[g]);
+      for (int64_t e = d; e < D; ++e) {
+        s0 += q[g][e] * WidenScalar(k0[e]);
+        s1 += q[g][e] * WidenScalar(k1[e]);
+      }
+      p[g * p_stride + j] = s0;
+      if (two) p[g * p_stride + j + 1] = s1;
+    }
+  }
 }
 
-// o += p0 v0 + p1 v1 + p2 v2 + p3 v3; pass p_j = 0 and any valid row for an unused slot.
-// o, v_j: [D].
-void Axpy4(const float* p, const float* HWY_RESTRICT v0, const float* HWY_RESTRICT v1,
-           const float* HWY_RESTRICT v2, const float* HWY_RESTRICT v3, int64_t D,
-           float* HWY_RESTRICT o) {
+// o[g] += sum_j p[g * p_stride + j] * V row vis[j] for the NH heads g and keys j in [0, nv).
+// Four keys at a time, their rows read in order (the hardware streams them, and the rows
+// kPrefetchKeys ahead are prefetched a few at a time: a burst of prefetches for a whole block
+// of rows stalled on the fill buffers): each V vector is loaded (and widened) once for all NH
+// heads, whose o rows stay in L1. o[g]: [D].
+template <int NH, class KT>
+void AccumulateV(const float* p, int64_t p_stride, const KT* vbase, int64_t kv_stride,
+                 const int32_t* vis, int64_t nv, int64_t D, float* const* o) {
   const DF df;
   const int64_t L = static_cast<int64_t>(hn::Lanes(df));
-  const VF p0 = hn::Set(df, p[0]), p1 = hn::Set(df, p[1]), p2 = hn::Set(df, p[2]),
-           p3 = hn::Set(df, p[3]);
-  int64_t d = 0;
-  for (; d + L <= D; d += L) {
-    VF acc = hn::LoadU(df, o + d);
-    acc = hn::MulAdd(p0, hn::LoadU(df, v0 + d), acc);
-    acc = hn::MulAdd(p1, hn::LoadU(df, v1 + d), acc);
-    acc = hn::MulAdd(p2, hn::LoadU(df, v2 + d), acc);
-    acc = hn::MulAdd(p3, hn::LoadU(df, v3 + d), acc);
-    hn::StoreU(acc, df, o + d);
+  for (int64_t j = 0; j < nv; j += 4) {
+    const int64_t nk = std::min<int64_t>(4, nv - j);
+    const KT* r[4];
+    float w[NH][4];  // p of each head for the 4 keys; 0 past nv (the row read is a valid one)
+    for (int64_t i = 0; i < 4; ++i) {
+      r[i] = vbase + vis[j + std::min(i, nk - 1)] * kv_stride;
+      for (int g = 0; g < NH; ++g) w[g][i] = i < nk ? p[g * p_stride + j + i] : 0.0f;
+    }
+    for (int64_t f = j + kPrefetchKeys; f < std::min(nv, j + kPrefetchKeys + 4); ++f) {
+      PrefetchRow(vbase + vis[f] * kv_stride, D * static_cast<int64_t>(sizeof(KT)));
+    }
+    int64_t d = 0;
+    for (; d + L <= D; d += L) {
+      const VF v0 = LoadWidened(df, r[0] + d), v1 = LoadWidened(df, r[1] + d),
+               v2 = LoadWidened(df, r[2] + d), v3 = LoadWidened(df, r[3] + d);
+      for (int g = 0; g < NH; ++g) {
+        VF acc = hn::LoadU(df, o[g] + d);
+        acc = hn::MulAdd(hn::Set(df, w[g][0]), v0, acc);
+        acc = hn::MulAdd(hn::Set(df, w[g][1]), v1, acc);
+        acc = hn::MulAdd(hn::Set(df, w[g][2]), v2, acc);
+        acc = hn::MulAdd(hn::Set(df, w[g][3]), v3, acc);
+        hn::StoreU(acc, df, o[g] + d);
+      }
+    }
+    for (; d < D; ++d) {
+      for (int g = 0; g < NH; ++g) {
+        o[g][d] += w[g][0] * WidenScalar(r[0][d]) + w[g][1] * WidenScalar(r[1][d]) +
+                   w[g][2] * WidenScalar(r[2][d]) + w[g][3] * WidenScalar(r[3][d]);
+      }
+    }
   }
-  for (; d < D; ++d) o[d] += p[0] * v0[d] + p[1] * v1[d] + p[2] * v2[d] + p[3] * v3[d];
+}
+
+// f(std::integral_constant<int, n>) for n in [1, kPassHeads]: a pass's head count as a
+// template argument, so its accumulators are registers.
+template <class F>
+void WithHeads(int64_t n, const F& f) {
+  switch (n) {
+    case 1: return f(std::integral_constant<int, 1>());
+    case 2: return f(std::integral_constant<int, 2>());
+    case 3: return f(std::integral_constant<int, 3>());
+    case 4: return f(std::integral_constant<int, 4>());
+  }
+  if constexpr (kPassHeads > 4) {
+    switch (n) {
+      case 5: return f(std::integral_constant<int, 5>());
+      case 6: return f(std::integral_constant<int, 6>());
+      case 7: return f(std::integral_constant<int, 7>());
+      default: return f(std::integral_constant<int, 8>());
+    }
+  }
 }
 
 // Per-thread scratch, reused across calls so decode does not allocate per layer.
@@ -109,17 +169,24 @@ struct Partial {
   int64_t nv = 0;
 };
 
+// a's K and V as KT (float or hwy::bfloat16_t): [S, n_kv_heads, D] each.
+template <class KT>
+struct Kv {
+  const KT* k;
+  const KT* v;
+};
+
 // Query heads [h0, h1) of token t, all reading KV head kvh, over key slots [s0, s1). The heads
-// of a group share their K and V rows, so the loops run key block by key block and, inside, head
-// by head: each K/V row comes from memory once per group and is re-read from L1 for the other
-// heads (Gemma 4 has 8 query heads per KV head: attending head by head read the whole cache 8
-// times per layer, which made decode at 2K context ~15% slower than at 41).
-void AttendKeys(const AttentionArgs& a, int64_t t, int64_t kvh, int64_t h0, int64_t h1,
-                int64_t s0, int64_t s1, Scratch& scratch, Partial* part) {
+// of a group share their K and V rows, and Scores / AccumulateV load each K and V vector once
+// for all of them (Gemma 4 has 8 query heads per KV head: attending head by head read the whole
+// cache 8 times per layer, which made decode at 2K context ~15% slower than at 41).
+template <class KT>
+void AttendKeys(const AttentionArgs& a, Kv<KT> kv, int64_t t, int64_t kvh, int64_t h0,
+                int64_t h1, int64_t s0, int64_t s1, Scratch& scratch, Partial* part) {
   const int64_t D = a.head_dim, G = h1 - h0;
   const int64_t kv_stride = a.n_kv_heads * D;  // between slots of one KV head
-  const float* kbase = a.k + kvh * D;          // k, v: [S, n_kv_heads, D], column kvh
-  const float* vbase = a.v + kvh * D;
+  const KT* kbase = kv.k + kvh * D;            // k, v: [S, n_kv_heads, D], column kvh
+  const KT* vbase = kv.v + kvh * D;
   auto q_of = [&](int64_t g) { return a.q + (t * a.n_heads + h0 + g) * D; };  // q: [T, H, D]
   auto o_of = [&](int64_t g) {
     return part ? part->o + g * D : a.out + (t * a.n_heads + h0 + g) * D;
@@ -143,18 +210,16 @@ void AttendKeys(const AttentionArgs& a, int64_t t, int64_t kvh, int64_t h0, int6
     return;
   }
 
-  // Scores, 4 keys per pass over each head's q; p row g belongs to head h0 + g.
+  // Scores; p row g belongs to head h0 + g. Heads in passes of at most kPassHeads.
   float* p = scratch.p.data();
-  int64_t j = 0;
-  for (; j + 4 <= nv; j += 4) {
-    const float* k0 = kbase + vis[j] * kv_stride;
-    const float* k1 = kbase + vis[j + 1] * kv_stride;
-    const float* k2 = kbase + vis[j + 2] * kv_stride;
-    const float* k3 = kbase + vis[j + 3] * kv_stride;
-    for (int64_t g = 0; g < G; ++g) Dot4(q_of(g), k0, k1, k2, k3, D, p + g * nv + j);
-  }
-  for (; j < nv; ++j) {
-    for (int64_t g = 0; g < G; ++g) p[g * nv + j] = Dot1(q_of(g), kbase + vis[j] * kv_stride, D);
+  const float* qs[kPassHeads];
+  float* os[kPassHeads];
+  for (int64_t g0 = 0; g0 < G; g0 += kPassHeads) {
+    const int64_t n = std::min(kPassHeads, G - g0);
+    for (int64_t g = 0; g < n; ++g) qs[g] = q_of(g0 + g);
+    WithHeads(n, [&](auto nh) {
+      Scores<decltype(nh)::value>(qs, kbase, kv_stride, vis, nv, D, p + g0 * nv, nv);
+    });
   }
 
   // Per head: p = exp(s - max) in SIMD; the sum in f64 (O(S), cheap next to the O(S * D) dots).
@@ -181,19 +246,12 @@ void AttendKeys(const AttentionArgs& a, int64_t t, int64_t kvh, int64_t h0, int6
   }
 
   // o_g = sum_j p_gj v_j (/ denom_g), V rows shared by the group's heads.
-  for (j = 0; j + 4 <= nv; j += 4) {
-    const float* v0 = vbase + vis[j] * kv_stride;
-    const float* v1 = vbase + vis[j + 1] * kv_stride;
-    const float* v2 = vbase + vis[j + 2] * kv_stride;
-    const float* v3 = vbase + vis[j + 3] * kv_stride;
-    for (int64_t g = 0; g < G; ++g) Axpy4(p + g * nv + j, v0, v1, v2, v3, D, o_of(g));
-  }
-  for (; j < nv; ++j) {
-    const float* vj = vbase + vis[j] * kv_stride;
-    for (int64_t g = 0; g < G; ++g) {
-      const float pz[4] = {p[g * nv + j], 0.0f, 0.0f, 0.0f};
-      Axpy4(pz, vj, vj, vj, vj, D, o_of(g));
-    }
+  for (int64_t g0 = 0; g0 < G; g0 += kPassHeads) {
+    const int64_t n = std::min(kPassHeads, G - g0);
+    for (int64_t g = 0; g < n; ++g) os[g] = o_of(g0 + g);
+    WithHeads(n, [&](auto nh) {
+      AccumulateV<decltype(nh)::value>(p + g0 * nv, nv, vbase, kv_stride, vis, nv, D, os);
+    });
   }
   if (part) return;
   for (int64_t g = 0; g < G; ++g) {
@@ -216,8 +274,9 @@ Scratch& ScratchFor(int64_t S, int64_t group_size) {
 }
 
 // Work item i of T * n_kv_heads * groups: token, KV head and the group of query heads.
-void AttendRange(const AttentionArgs& a, int64_t per_kv, int64_t groups, int64_t begin,
-                 int64_t end) {
+template <class KT>
+void AttendRange(const AttentionArgs& a, Kv<KT> kv, int64_t per_kv, int64_t groups,
+                 int64_t begin, int64_t end) {
   const int64_t group_size = (per_kv + groups - 1) / groups;
   Scratch& scratch = ScratchFor(a.S, group_size);
   for (int64_t i = begin; i < end; ++i) {
@@ -225,7 +284,7 @@ void AttendRange(const AttentionArgs& a, int64_t per_kv, int64_t groups, int64_t
     const int64_t t = i / (groups * a.n_kv_heads);
     const int64_t h0 = kvh * per_kv + gi * group_size;
     const int64_t h1 = std::min(kvh * per_kv + per_kv, h0 + group_size);
-    if (h0 < h1) AttendKeys(a, t, kvh, h0, h1, 0, a.S, scratch, nullptr);
+    if (h0 < h1) AttendKeys(a, kv, t, kvh, h0, h1, 0, a.S, scratch, nullptr);
   }
 }
 
@@ -233,7 +292,8 @@ void AttendRange(const AttentionArgs& a, int64_t per_kv, int64_t groups, int64_t
 // of a pair over its own slice of the keys (so the cache is read once in all, not once per
 // thread), then the slices' softmax parts are merged: with M = max_i m_i,
 //   o = sum_i exp(m_i - M) o_i / sum_i exp(m_i - M) l_i.
-void AttendSplitKeys(ThreadPool& pool, const AttentionArgs& a, int64_t per_kv) {
+template <class KT>
+void AttendSplitKeys(ThreadPool& pool, const AttentionArgs& a, Kv<KT> kv, int64_t per_kv) {
   const int64_t D = a.head_dim, pairs = a.T * a.n_kv_heads;
   const int64_t splits = std::max<int64_t>(1, std::min<int64_t>(pool.size() / pairs, a.S));
   const int64_t items = pairs * splits;
@@ -256,7 +316,7 @@ void AttendSplitKeys(ThreadPool& pool, const AttentionArgs& a, int64_t per_kv) {
       const int64_t pair = i / splits, sp = i % splits;
       const int64_t t = pair / a.n_kv_heads, kvh = pair % a.n_kv_heads;
       Partial part{o_parts + i * per_kv * D, m_parts + i * per_kv, l_parts + i * per_kv, 0};
-      AttendKeys(a, t, kvh, kvh * per_kv, (kvh + 1) * per_kv, a.S * sp / splits,
+      AttendKeys(a, kv, t, kvh, kvh * per_kv, (kvh + 1) * per_kv, a.S * sp / splits,
                  a.S * (sp + 1) / splits, scratch, &part);
       nv_parts[i] = part.nv;
     }
@@ -288,10 +348,8 @@ void AttendSplitKeys(ThreadPool& pool, const AttentionArgs& a, int64_t per_kv) {
   }
 }
 
-}  // namespace
-
-void AttentionImpl(ThreadPool& pool, const AttentionArgs& a) {
-  if (a.T <= 0 || a.n_heads <= 0 || a.head_dim <= 0) return;
+template <class KT>
+void Attend(ThreadPool& pool, const AttentionArgs& a, Kv<KT> kv) {
   const int64_t n_kv = std::max<int64_t>(1, a.n_kv_heads);
   const int64_t per_kv = std::max<int64_t>(1, a.n_heads / n_kv);
   if (per_kv > 64 || per_kv * n_kv != a.n_heads) {  // not GQA-shaped: one head per item
@@ -301,7 +359,8 @@ void AttentionImpl(ThreadPool& pool, const AttentionArgs& a) {
       Scratch& scratch = ScratchFor(a.S, 1);
       for (int64_t i = begin; i < end; ++i) {
         const int64_t t = i / a.n_heads, h = i % a.n_heads;
-        AttendKeys(a, t, std::min(h / per_kv, n_kv - 1), h, h + 1, 0, a.S, scratch, nullptr);
+        AttendKeys(a, kv, t, std::min(h / per_kv, n_kv - 1), h, h + 1, 0, a.S, scratch,
+                   nullptr);
       }
     });
     return;
@@ -309,7 +368,7 @@ void AttentionImpl(ThreadPool& pool, const AttentionArgs& a) {
   const int64_t items_per_group = a.T * n_kv;
   // Decode over a long cache with fewer (token, KV head) pairs than threads: split the keys.
   if (items_per_group < pool.size() && a.S >= 256) {
-    AttendSplitKeys(pool, a, per_kv);
+    AttendSplitKeys(pool, a, kv, per_kv);
     return;
   }
   // Otherwise split each KV head's query heads into just enough groups to give every thread
@@ -321,8 +380,20 @@ void AttentionImpl(ThreadPool& pool, const AttentionArgs& a) {
   const int64_t work = std::max<int64_t>(1, 2 * a.S * a.head_dim * group_size);
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / work);
   pool.ParallelFor(items_per_group * groups, grain, [&](int64_t begin, int64_t end) {
-    AttendRange(a, per_kv, groups, begin, end);
+    AttendRange(a, kv, per_kv, groups, begin, end);
   });
+}
+
+}  // namespace
+
+void AttentionImpl(ThreadPool& pool, const AttentionArgs& a) {
+  if (a.T <= 0 || a.n_heads <= 0 || a.head_dim <= 0) return;
+  if (a.k16 != nullptr) {
+    return Attend(pool, a,
+                  Kv<hwy::bfloat16_t>{reinterpret_cast<const hwy::bfloat16_t*>(a.k16),
+                                      reinterpret_cast<const hwy::bfloat16_t*>(a.v16)});
+  }
+  Attend(pool, a, Kv<float>{a.k, a.v});
 }
 
 }  // namespace HWY_NAMESPACE

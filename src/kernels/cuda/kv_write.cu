@@ -18,12 +18,12 @@ constexpr int kKvThreads = 128;
 
 // k, v: [C, row]; pos: [C]; k_cache, v_cache: [capacity, row]; pos_cache: [capacity].
 __global__ void KvWriteKernel(const float* k, const float* v, const int32_t* pos, int64_t row,
-                              int32_t window, int64_t capacity, float* k_cache, float* v_cache,
-                              int32_t* pos_cache) {
+                              int32_t window, int64_t base, int64_t capacity, float* k_cache,
+                              float* v_cache, int32_t* pos_cache) {
   GridDependency();
   const int64_t r = blockIdx.x;
   const int32_t p = pos[r];
-  const int64_t slot = KvSlot(p, window, capacity);
+  const int64_t slot = KvSlot(p, window, base, capacity);
   if (slot < 0) return;  // block-uniform: no barrier below
   const float* ks = k + r * row;
   const float* vs = v + r * row;
@@ -50,7 +50,7 @@ void KvWrite(ThreadPool&, const KvWriteArgs& a) {
     return;
   }
   LaunchKernel(KvWriteKernel, static_cast<unsigned>(a.C), kKvThreads, 0, Stream(), a.k, a.v,
-               a.pos, a.row, a.window, a.capacity, a.k_cache, a.v_cache, a.pos_cache);
+               a.pos, a.row, a.window, a.base, a.capacity, a.k_cache, a.v_cache, a.pos_cache);
   Launched("kv_write");
 }
 

@@ -8,12 +8,14 @@
 
 namespace g4::cuda {
 
-// The slot of position pos: pos % window in a ring (window > 0), pos in a full cache; -1 when
-// the row is not stored (a negative position: padding; a slot past the capacity).
-__device__ __forceinline__ int64_t KvSlot(int32_t pos, int32_t window, int64_t capacity) {
+// The slot of position pos: pos % window in a ring (window > 0), pos - base in a full cache;
+// -1 when the row is not stored (a negative position: padding; a slot outside the capacity).
+// CUDA caches are f32 (the backend refuses bf16 K/V): k_cache16 / v_cache16 are never set.
+__device__ __forceinline__ int64_t KvSlot(int32_t pos, int32_t window, int64_t base,
+                                          int64_t capacity) {
   if (pos < 0) return -1;
-  const int64_t slot = window > 0 ? pos % window : pos;
-  return slot < capacity ? slot : -1;
+  const int64_t slot = window > 0 ? pos % window : pos - base;
+  return slot >= 0 && slot < capacity ? slot : -1;
 }
 
 }  // namespace g4::cuda

@@ -59,7 +59,7 @@ __global__ void NormRopeKernel(NormRopeParts parts, const int32_t* positions, in
     const int64_t i = t - parts.kv_first[j];
     if (i < 0 || i >= kv.C) continue;
     const int32_t pos = kv.pos[i];
-    const int64_t slot = KvSlot(pos, kv.window, kv.capacity);
+    const int64_t slot = KvSlot(pos, kv.window, kv.base, kv.capacity);
     if (slot >= 0) {
       const int64_t head = row % parts.H[p];
       cache = (p == 1 ? kv.k_cache : kv.v_cache) + slot * kv.row + head * D;

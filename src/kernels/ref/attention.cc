@@ -2,9 +2,18 @@
 #include <limits>
 #include <vector>
 
+#include "core/dtype.h"
 #include "kernels/ref/kernels.h"
 
 namespace g4::ref {
+namespace {
+
+// Element i of a's K (or V) as f32: f32 or bf16 storage.
+double KvAt(const float* f32, const uint16_t* bf16, int64_t i) {
+  return f32 != nullptr ? f32[i] : Bf16ToF32(bf16[i]);
+}
+
+}  // namespace
 
 void Attention(ThreadPool&, const AttentionArgs& a) {
   const int64_t D = a.head_dim, group = a.n_heads / a.n_kv_heads;
@@ -21,9 +30,9 @@ void Attention(ThreadPool&, const AttentionArgs& a) {
           scores[s] = -std::numeric_limits<double>::infinity();
           continue;
         }
-        const float* k = a.k + (s * a.n_kv_heads + kvh) * D;
+        const int64_t k0 = (s * a.n_kv_heads + kvh) * D;
         double dot = 0.0;
-        for (int64_t d = 0; d < D; ++d) dot += static_cast<double>(q[d]) * k[d];
+        for (int64_t d = 0; d < D; ++d) dot += q[d] * KvAt(a.k, a.k16, k0 + d);
         scores[s] = dot * a.scale;
         if (scores[s] > max_s) max_s = scores[s];
       }
@@ -35,8 +44,8 @@ void Attention(ThreadPool&, const AttentionArgs& a) {
           if (scores[s] == -std::numeric_limits<double>::infinity()) continue;
           const double p = std::exp(scores[s] - max_s);
           denom += p;
-          const float* v = a.v + (s * a.n_kv_heads + kvh) * D;
-          for (int64_t d = 0; d < D; ++d) acc[d] += p * v[d];
+          const int64_t v0 = (s * a.n_kv_heads + kvh) * D;
+          for (int64_t d = 0; d < D; ++d) acc[d] += p * KvAt(a.v, a.v16, v0 + d);
         }
       }
       for (int64_t d = 0; d < D; ++d) o[d] = denom > 0 ? static_cast<float>(acc[d] / denom) : 0.0f;

@@ -34,7 +34,8 @@ void Add(ThreadPool& pool, const float* a, const float* b, int64_t n, float* out
 void Scale(ThreadPool& pool, float* x, int64_t n, float s);
 void ResidualNorm(ThreadPool& pool, const ResidualNormArgs& a);
 void NormRope(ThreadPool& pool, const NormRopeArgs& args);
-// Plain row copies: also the CPU backend's KvWrite (memcpy has nothing left to vectorize).
+// Plain row copies (a bf16 cache: rounded per value): also the CPU backend's KvWrite (memcpy
+// has nothing left to vectorize; the bf16 rounding is a few ns per row next to the layer).
 void KvWrite(ThreadPool& pool, const KvWriteArgs& a);
 
 // gelu_tanh of one value, in f64 (shared by the ref kernels and the CPU kernels' scalar tails).

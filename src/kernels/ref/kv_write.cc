@@ -1,5 +1,6 @@
 #include <cstring>
 
+#include "core/dtype.h"
 #include "kernels/ref/kernels.h"
 
 namespace g4::ref {
@@ -9,10 +10,21 @@ void KvWrite(ThreadPool&, const KvWriteArgs& a) {
   for (int64_t r = 0; r < a.C; ++r) {
     const int32_t p = a.pos[r];
     if (p < 0) continue;
-    const int64_t slot = a.window > 0 ? p % a.window : p;
-    if (slot >= a.capacity) continue;
-    std::memcpy(a.k_cache + slot * a.row, a.k + r * a.row, row_bytes);
-    std::memcpy(a.v_cache + slot * a.row, a.v + r * a.row, row_bytes);
+    const int64_t slot = a.window > 0 ? p % a.window : p - a.base;
+    if (slot < 0 || slot >= a.capacity) continue;
+    const float* k = a.k + r * a.row;
+    const float* v = a.v + r * a.row;
+    if (a.k_cache16 != nullptr) {
+      uint16_t* kd = a.k_cache16 + slot * a.row;
+      uint16_t* vd = a.v_cache16 + slot * a.row;
+      for (int64_t i = 0; i < a.row; ++i) {
+        kd[i] = F32ToBf16(k[i]);
+        vd[i] = F32ToBf16(v[i]);
+      }
+    } else {
+      std::memcpy(a.k_cache + slot * a.row, k, row_bytes);
+      std::memcpy(a.v_cache + slot * a.row, v, row_bytes);
+    }
     a.pos_cache[slot] = p;
   }
 }

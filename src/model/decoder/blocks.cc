@@ -118,7 +118,7 @@ Status DecoderPass::Attention(const LayerConfig& l, const LayerWeights& lw,
         G4_ASSIGN_OR_RETURN(own[b], items_[b].cache->Write(kv_write, l.index, kb, vb,
                                                            d_pos + r0, T));
       } else {
-        own[b] = KvView{kb, vb, d_pos + r0, T};
+        own[b] = KvView{.k = kb, .v = vb, .pos = d_pos + r0, .S = T};
       }
     }
   }
@@ -131,6 +131,8 @@ Status DecoderPass::Attention(const LayerConfig& l, const LayerWeights& lw,
     args.q = q.data() + r0 * nq * hd;
     args.k = lv[b].k;
     args.v = lv[b].v;
+    args.k16 = lv[b].k16;
+    args.v16 = lv[b].v16;
     args.q_pos = d_pos + r0;
     args.k_pos = lv[b].pos;
     args.T = row_begin_[b + 1] - r0;

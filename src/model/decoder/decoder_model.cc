@@ -57,6 +57,12 @@ StatusOr<std::vector<std::vector<float>>> DecoderModel::DoForwardBatch(
                              " memory but the backend computes in " + mem.name() +
                              " memory (create the cache with Backend::memory())");
     }
+    if (it.cache && !be.AttendsKvDtype(it.cache->kv_dtype())) {
+      return InvalidArgument(std::string("the KV cache stores ") +
+                             KvDtypeName(it.cache->kv_dtype()) + " K/V, which the " +
+                             BackendName(be.kind()) + " backend's attention cannot read "
+                             "(create the cache with Backend::kv_dtype())");
+    }
     if (it.start_pos + T > info_.max_context) {
       return InvalidArgument("sequence of " + std::to_string(it.start_pos + T) +
                              " tokens is longer than the context (max_position_embeddings = " +

@@ -6,13 +6,12 @@
 namespace g4 {
 
 FullKvCache::FullKvCache(int n_kv_heads, int head_dim, int block_size, int max_positions,
-                         Memory& memory)
+                         Memory& memory, KvDtype dtype)
     : row_(n_kv_heads * head_dim),
       block_size_(block_size),
       max_positions_(max_positions),
       memory_(&memory),
-      k_(memory),
-      v_(memory),
+      kv_(memory, dtype, row_),
       pos_(memory) {}
 
 void FullKvCache::Reset() {
@@ -24,25 +23,15 @@ Status FullKvCache::Grow(int64_t need) {
   const int64_t blocks_max = (max_positions_ + block_size_ - 1) / block_size_;
   int64_t want = std::max(need, capacity_ + capacity_ / 2);
   want = std::min((want + block_size_ - 1) / block_size_, blocks_max) * block_size_;
-  Buffer<float> k(*memory_), v(*memory_);
+  KvRows kv(*memory_, kv_.dtype(), row_);
   Buffer<int32_t> pos(*memory_);
-  const size_t n = static_cast<size_t>(want) * row_;
-  G4_RETURN_IF_ERROR(k.Allocate(n));
-  G4_RETURN_IF_ERROR(v.Allocate(n));
-  // Zeroed K/V: empty entries are masked by position but must not hold NaN bytes.
-  const std::vector<float> zeros(n - static_cast<size_t>(size_) * row_, 0.0f);
-  const size_t kept = static_cast<size_t>(size_) * row_ * sizeof(float);
-  G4_RETURN_IF_ERROR(memory_->Upload(k.data() + size_ * row_, zeros.data(), zeros.size() * 4));
-  G4_RETURN_IF_ERROR(memory_->Upload(v.data() + size_ * row_, zeros.data(), zeros.size() * 4));
+  G4_RETURN_IF_ERROR(kv.Allocate(want));
+  G4_RETURN_IF_ERROR(kv.Zero(size_, want));
   std::vector<int32_t> p(static_cast<size_t>(want), -1);
   for (int32_t i = 0; i < size_; ++i) p[static_cast<size_t>(i)] = i;
   G4_RETURN_IF_ERROR(pos.Assign(p));
-  if (kept > 0) {
-    G4_RETURN_IF_ERROR(memory_->Copy(k.data(), k_.data(), kept));
-    G4_RETURN_IF_ERROR(memory_->Copy(v.data(), v_.data(), kept));
-  }
-  k_ = std::move(k);
-  v_ = std::move(v);
+  G4_RETURN_IF_ERROR(kv.CopyFrom(kv_, size_));
+  kv_ = std::move(kv);
   pos_ = std::move(pos);
   capacity_ = want;
   clear_pos_ = false;
@@ -83,11 +72,12 @@ StatusOr<KvView> FullKvCache::Write(const KvWriter& write, const float* k, const
   a.row = row_;
   a.window = 0;
   a.capacity = capacity_;
-  a.k_cache = k_.data();
-  a.v_cache = v_.data();
+  kv_.Target(&a);
   a.pos_cache = pos_.data();
   write(a);
-  return KvView{k_.data(), v_.data(), pos_.data(), capacity_};
+  KvView view{.pos = pos_.data(), .S = capacity_};
+  kv_.View(&view);
+  return view;
 }
 
 }  // namespace g4

@@ -4,7 +4,7 @@
 // capacity, masking the empty tail by position, so a decode step's view only moves when the
 // array grows. It grows in whole blocks of `block_size` positions, by at least half again (a
 // sequence growing one position per step moves O(log n) times), up to max_positions; blocks
-// are also the unit of the server's KV metrics.
+// are also the unit of the server's KV metrics. K/V are stored as the cache's KvDtype.
 #pragma once
 
 #include <cstdint>
@@ -12,13 +12,14 @@
 #include "core/status.h"
 #include "model/kv_store.h"
 #include "ops/memory.h"
+#include "runtime/kv_cache/kv_rows.h"
 
 namespace g4 {
 
 class FullKvCache {
  public:
   FullKvCache(int n_kv_heads, int head_dim, int block_size, int max_positions,
-              Memory& memory = HostMemory());
+              Memory& memory = HostMemory(), KvDtype dtype = KvDtype::kF32);
 
   // The host's part of appending positions pos[0..C) (consecutive, following the last stored
   // one): the order and capacity checks and the growth, which copies the stored entries to
@@ -33,9 +34,9 @@ class FullKvCache {
   int block_size() const { return block_size_; }
   int64_t capacity() const { return capacity_; }
   size_t num_blocks() const { return static_cast<size_t>(capacity_ / block_size_); }
-  size_t bytes() const { return static_cast<size_t>(capacity_) * (row_ * 2 * sizeof(float) + 4); }
+  size_t bytes() const { return static_cast<size_t>(capacity_) * (2 * kv_.entry_bytes() + 4); }
   // Moves when the array grows.
-  const float* storage() const { return k_.data(); }
+  const void* storage() const { return kv_.storage(); }
   void Reset();
 
  private:
@@ -43,7 +44,7 @@ class FullKvCache {
 
   int row_, block_size_, max_positions_;
   Memory* memory_;
-  Buffer<float> k_, v_;     // [capacity, nkv, hd]
+  KvRows kv_;               // K and V: [capacity, nkv, hd]
   Buffer<int32_t> pos_;     // [capacity]: 0, 1, ..., size_ - 1, then -1
   int64_t capacity_ = 0;
   int32_t size_ = 0;

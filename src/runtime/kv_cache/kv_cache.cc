@@ -6,13 +6,15 @@
 namespace g4 {
 
 StatusOr<std::unique_ptr<SequenceKvCache>> SequenceKvCache::Create(
-    const std::vector<KvLayout>& layers, int max_context, Memory& memory, int block_size) {
+    const std::vector<KvLayout>& layers, int max_context, Memory& memory, KvDtype dtype,
+    int block_size) {
   if (max_context <= 0) {
     return InvalidArgument("context " + std::to_string(max_context) + " must be > 0");
   }
   if (block_size <= 0) return InvalidArgument("KV block size must be > 0");
   std::unique_ptr<SequenceKvCache> cache(new SequenceKvCache());
   cache->memory_ = &memory;
+  cache->dtype_ = dtype;
   cache->max_context_ = max_context;
   cache->num_layers_ = static_cast<int>(layers.size());
   cache->layers_.resize(layers.size());
@@ -27,15 +29,17 @@ StatusOr<std::unique_ptr<SequenceKvCache>> SequenceKvCache::Create(
                              " has no window");
     }
     ++cache->num_cached_layers_;
-    const size_t row_bytes = static_cast<size_t>(l.n_kv_heads) * l.head_dim * sizeof(float) * 2;
+    const size_t row_bytes =
+        static_cast<size_t>(l.n_kv_heads) * l.head_dim * KvDtypeSize(dtype) * 2;
     auto& slot = cache->layers_[static_cast<size_t>(l.index)];
     if (l.sliding()) {
-      slot.emplace<RingKvCache>(l.window, l.n_kv_heads, l.head_dim, memory);
+      slot.emplace<RingKvCache>(l.window, l.n_kv_heads, l.head_dim, memory, dtype);
       cache->ring_bytes_ += row_bytes * static_cast<size_t>(l.window);
       cache->window_ = std::max(cache->window_, l.window);
       ++cache->num_rings_;
     } else {
-      slot.emplace<FullKvCache>(l.n_kv_heads, l.head_dim, block_size, max_context, memory);
+      slot.emplace<FullKvCache>(l.n_kv_heads, l.head_dim, block_size, max_context, memory,
+                                dtype);
       cache->bytes_per_token_ += row_bytes;
     }
   }
@@ -56,12 +60,12 @@ Status SequenceKvCache::Reserve(const int32_t* pos, int64_t C) {
   bool moved = false;
   for (auto& slot : layers_) {
     if (auto* ring = std::get_if<RingKvCache>(&slot)) {
-      const float* before = ring->storage();
+      const void* before = ring->storage();
       G4_RETURN_IF_ERROR(ring->Reserve(pos, C));
       moved |= ring->storage() != before;
     }
     if (auto* full = std::get_if<FullKvCache>(&slot)) {
-      const float* before = full->storage();
+      const void* before = full->storage();
       G4_RETURN_IF_ERROR(full->Reserve(pos, C));
       moved |= full->storage() != before;
     }
@@ -86,9 +90,9 @@ std::string SequenceKvCache::Describe() const {
   char buf[320];
   std::snprintf(buf, sizeof buf,
                 "KV cache: %d of %d layers own K/V (%d sliding rings of %d slots, %d full); "
-                "%zu B/token; rings %.1f MiB; %.1f MiB reserved for a context of %d",
+                "%s; %zu B/token; rings %.1f MiB; %.1f MiB reserved for a context of %d",
                 num_cached_layers_, num_layers_, num_rings_, window_, num_cached_layers_ - num_rings_,
-                bytes_per_token_, ring_bytes_ / 1048576.0, reserved_bytes() / 1048576.0,
+                KvDtypeName(dtype_), bytes_per_token_, ring_bytes_ / 1048576.0, reserved_bytes() / 1048576.0,
                 max_context_);
   return buf;
 }

@@ -23,14 +23,17 @@ class SequenceKvCache : public KvStore {
 
   // layers: the model's (ModelInfo::layers). max_context: most positions the sequence may hold
   // (callers keep it <= ModelInfo::max_context). memory: where the K/V live, the backend's
-  // (Backend::memory()) for the forward pass to accept the cache. Rings are allocated on their
-  // first write, full layers as the sequence grows.
+  // (Backend::memory()) for the forward pass to accept the cache. dtype: what K/V are stored
+  // as (Backend::kv_dtype()). Rings are allocated on their first write, full layers as the
+  // sequence grows.
   static StatusOr<std::unique_ptr<SequenceKvCache>> Create(const std::vector<KvLayout>& layers,
                                                            int max_context,
                                                            Memory& memory = HostMemory(),
+                                                           KvDtype dtype = KvDtype::kF32,
                                                            int block_size = kDefaultBlockSize);
 
   Memory& memory() const override { return *memory_; }
+  KvDtype kv_dtype() const override { return dtype_; }
 
   Status Reserve(const int32_t* pos, int64_t C) override;
   StatusOr<KvView> Write(const KvWriter& write, int layer, const float* k, const float* v,
@@ -50,7 +53,7 @@ class SequenceKvCache : public KvStore {
   // held now: the rings plus those blocks. The server's /metrics sums these over sequences.
   size_t num_blocks() const;
   size_t allocated_bytes() const;
-  // "KV cache: 15 of 35 layers own K/V (12 sliding rings of 512, 3 full); 6144 B/token; ..."
+  // "KV cache: 15 of 35 layers own K/V (12 sliding rings of 512, 3 full); bf16; 3072 B/token; ..."
   std::string Describe() const;
   void Reset();
 
@@ -58,6 +61,7 @@ class SequenceKvCache : public KvStore {
   SequenceKvCache() = default;
 
   Memory* memory_ = &HostMemory();
+  KvDtype dtype_ = KvDtype::kF32;
   int max_context_ = 0;
   int32_t size_ = 0;
   uint64_t storage_id_ = NewKvStorageId();

@@ -4,16 +4,15 @@
 
 namespace g4 {
 
-RingKvCache::RingKvCache(int window, int n_kv_heads, int head_dim, Memory& memory)
+RingKvCache::RingKvCache(int window, int n_kv_heads, int head_dim, Memory& memory,
+                         KvDtype dtype)
     : window_(window),
       row_(n_kv_heads * head_dim),
       memory_(&memory),
-      k_(memory),
-      v_(memory),
+      k_(memory, dtype, row_),
       dev_pos_(memory),
       pos_(static_cast<size_t>(window), -1),
-      scratch_k_(memory),
-      scratch_v_(memory),
+      scratch_(memory, dtype, row_),
       scratch_pos_(memory) {}
 
 void RingKvCache::Reset() {
@@ -30,11 +29,9 @@ Status RingKvCache::Reserve(const int32_t* pos, int64_t C) {
                       " was expected (positions are appended in order)");
     }
   }
-  if (k_.size() == 0) {
-    // Zeroed K/V: empty slots are masked by position, but a masked slot must not hold NaN bytes.
-    const std::vector<float> zeros(static_cast<size_t>(window_) * row_, 0.0f);
-    G4_RETURN_IF_ERROR(k_.Assign(zeros));
-    G4_RETURN_IF_ERROR(v_.Assign(zeros));
+  if (k_.empty()) {
+    G4_RETURN_IF_ERROR(k_.Allocate(window_));
+    G4_RETURN_IF_ERROR(k_.Zero(0, window_));
     upload_pos_ = true;
   }
   if (upload_pos_) {
@@ -60,36 +57,48 @@ KvWriteArgs RingKvCache::Target(const float* k, const float* v, const int32_t* d
   a.row = row_;
   a.window = window_;
   a.capacity = window_;
-  a.k_cache = k_.data();
-  a.v_cache = v_.data();
+  k_.Target(&a);
   a.pos_cache = dev_pos_.data();
   return a;
 }
 
 StatusOr<KvView> RingKvCache::Write(const KvWriter& write, const float* k, const float* v,
                                     const int32_t* dev_pos, int64_t C) {
-  if (k_.size() == 0) return Internal("sliding KV cache: Write before Reserve");
+  if (k_.empty()) return Internal("sliding KV cache: Write before Reserve");
   if (C == 1) {
     write(Target(k, v, dev_pos, 1));
-    return KvView{k_.data(), v_.data(), dev_pos_.data(), window_};
+    KvView view{.pos = dev_pos_.data(), .S = window_};
+    k_.View(&view);
+    return view;
   }
   // The ring as it was before the chunk, then the chunk: [W + C] entries.
-  const size_t n = static_cast<size_t>(window_ + C);
-  const size_t entry = static_cast<size_t>(row_) * sizeof(float);
-  G4_RETURN_IF_ERROR(scratch_k_.Allocate(n * row_));
-  G4_RETURN_IF_ERROR(scratch_v_.Allocate(n * row_));
-  G4_RETURN_IF_ERROR(scratch_pos_.Allocate(n));
-  G4_RETURN_IF_ERROR(memory_->Copy(scratch_k_.data(), k_.data(), k_.bytes()));
-  G4_RETURN_IF_ERROR(memory_->Copy(scratch_v_.data(), v_.data(), v_.bytes()));
-  G4_RETURN_IF_ERROR(memory_->Copy(scratch_k_.data() + window_ * row_, k, C * entry));
-  G4_RETURN_IF_ERROR(memory_->Copy(scratch_v_.data() + window_ * row_, v, C * entry));
+  const int64_t n = window_ + C;
+  G4_RETURN_IF_ERROR(scratch_.Allocate(n));
+  G4_RETURN_IF_ERROR(scratch_pos_.Allocate(static_cast<size_t>(n)));
+  G4_RETURN_IF_ERROR(scratch_.CopyFrom(k_, window_));
   G4_RETURN_IF_ERROR(memory_->Upload(scratch_pos_.data(), before_.data(), before_.size() * 4));
-  G4_RETURN_IF_ERROR(memory_->Copy(scratch_pos_.data() + window_, dev_pos, C * sizeof(int32_t)));
+  if (k_.dtype() == KvDtype::kF32) {
+    G4_RETURN_IF_ERROR(scratch_.CopyF32(k, v, C, window_));
+    G4_RETURN_IF_ERROR(memory_->Copy(scratch_pos_.data() + window_, dev_pos, C * sizeof(int32_t)));
+  } else {  // entry W + i holds position next_pos_ - C + i: slot = position - base
+    KvWriteArgs a;
+    a.k = k;
+    a.v = v;
+    a.pos = dev_pos;
+    a.C = C;
+    a.row = row_;
+    a.base = next_pos_ - C - window_;
+    a.capacity = n;
+    scratch_.Target(&a);
+    a.pos_cache = scratch_pos_.data();
+    write(a);
+  }
   // Only the last W entries of the chunk survive in the ring (distinct slots, as KvWrite needs).
   const int64_t skip = std::max<int64_t>(0, C - window_);
   write(Target(k + skip * row_, v + skip * row_, dev_pos + skip, C - skip));
-  return KvView{scratch_k_.data(), scratch_v_.data(), scratch_pos_.data(),
-                static_cast<int64_t>(n)};
+  KvView view{.pos = scratch_pos_.data(), .S = n};
+  scratch_.View(&view);
+  return view;
 }
 
 }  // namespace g4

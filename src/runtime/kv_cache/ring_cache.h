@@ -3,7 +3,7 @@
 // window can see and attention masks by the recorded positions (q - k < W), not slot order.
 // K/V and the slot positions live in a Memory (a GPU's, under the CUDA backend) and are written
 // by the KvWrite op, which picks the slot from the device positions; the host keeps a mirror of
-// the slot positions for the order checks and tests.
+// the slot positions for the order checks and tests. K/V are stored as the cache's KvDtype.
 #pragma once
 
 #include <cstdint>
@@ -12,12 +12,14 @@
 #include "core/status.h"
 #include "model/kv_store.h"
 #include "ops/memory.h"
+#include "runtime/kv_cache/kv_rows.h"
 
 namespace g4 {
 
 class RingKvCache {
  public:
-  RingKvCache(int window, int n_kv_heads, int head_dim, Memory& memory = HostMemory());
+  RingKvCache(int window, int n_kv_heads, int head_dim, Memory& memory = HostMemory(),
+              KvDtype dtype = KvDtype::kF32);
 
   // The host's part of appending positions pos[0..C) (consecutive, following the last stored
   // one): the order check, the ring's allocation on first use (zeroed, every slot empty), the
@@ -28,7 +30,8 @@ class RingKvCache {
   // is the ring itself (the slot overwritten held position p - W, which the query at p cannot
   // see), written by one `write` call: the same call every step. For C > 1 the ring's earlier
   // entries and the chunk are gathered into a scratch buffer first, because writing the chunk
-  // would evict positions its first queries still need.
+  // would evict positions its first queries still need; a bf16 chunk goes there through
+  // `write` too (rounded as the ring stores it), so its queries see the values decode will.
   StatusOr<KvView> Write(const KvWriter& write, const float* k, const float* v,
                          const int32_t* dev_pos, int64_t C);
 
@@ -36,23 +39,23 @@ class RingKvCache {
   int32_t next_pos() const { return next_pos_; }
   // Position held by each slot ([W]; -1 = never written): for tests of the invariant.
   const std::vector<int32_t>& slot_positions() const { return pos_; }
-  size_t bytes() const { return static_cast<size_t>(window_) * (2 * row_ * sizeof(float) + 4); }
+  size_t bytes() const { return static_cast<size_t>(window_) * (2 * k_.entry_bytes() + 4); }
   // Moves only on the first Reserve (the allocation).
-  const float* storage() const { return k_.data(); }
+  const void* storage() const { return k_.storage(); }
   void Reset();
 
  private:
   KvWriteArgs Target(const float* k, const float* v, const int32_t* dev_pos, int64_t C);
 
-  int window_, row_;  // row_ = nkv * hd floats per entry
+  int window_, row_;  // row_ = nkv * hd values per entry
   Memory* memory_;
-  Buffer<float> k_, v_;        // [W, nkv, hd]
+  KvRows k_;                   // K and V: [W, nkv, hd]
   Buffer<int32_t> dev_pos_;    // [W]: what pos_ mirrors
   std::vector<int32_t> pos_;   // [W]
   std::vector<int32_t> before_;  // pos_ before the reserved chunk (C > 1 only)
   int32_t next_pos_ = 0;
   bool upload_pos_ = false;    // dev_pos_ must be refreshed from pos_ (after a Reset)
-  Buffer<float> scratch_k_, scratch_v_;  // [W + C, nkv, hd]
+  KvRows scratch_;                       // K and V: [W + C, nkv, hd]
   Buffer<int32_t> scratch_pos_;          // [W + C]
 };
 

@@ -59,14 +59,16 @@ Engine::Engine(const CausalLM& model, Backend& backend, const Tokenizer* tokeniz
   options_.max_batch = std::max(1, options_.max_batch);
   options_.prefill_budget = std::max(1, options_.prefill_budget);
   options_.ctx_size = std::clamp(options_.ctx_size, 1, model.info().max_context);
-  auto probe = SequenceKvCache::Create(model.info().layers, options_.ctx_size);
+  auto probe = SequenceKvCache::Create(model.info().layers, options_.ctx_size, HostMemory(),
+                                       backend.kv_dtype());
   if (probe.ok()) kv_budget_bytes_ = (*probe)->reserved_bytes() * options_.max_batch;
 }
 
 Engine::~Engine() { Shutdown(std::chrono::milliseconds(0)); }
 
 std::string Engine::DescribeKvCache() const {
-  auto probe = SequenceKvCache::Create(model_.info().layers, options_.ctx_size);
+  auto probe = SequenceKvCache::Create(model_.info().layers, options_.ctx_size, HostMemory(),
+                                       backend_.kv_dtype());
   return probe.ok() ? (*probe)->Describe() : probe.status().message();
 }
 
@@ -93,7 +95,8 @@ Status Engine::Warmup() {
   std::vector<int32_t> prompt(static_cast<size_t>(prefill), c.bos_id);
   std::vector<CausalLM::BatchItem> items;
   for (int b = 0; b < options_.max_batch; ++b) {
-    G4_ASSIGN_OR_RETURN(auto cache, SequenceKvCache::Create(c.layers, options_.ctx_size, backend_.memory()));
+    G4_ASSIGN_OR_RETURN(auto cache, SequenceKvCache::Create(c.layers, options_.ctx_size,
+                                                            backend_.memory(), backend_.kv_dtype()));
     caches.push_back(std::move(cache));
     const size_t n = b == 0 ? prompt.size() : 1;  // one prefill chunk, the rest one token
     items.push_back({std::span<const int32_t>(prompt.data(), n), 0, caches.back().get(), true});
@@ -269,7 +272,7 @@ void Engine::Admit(std::deque<std::pair<EngineRequest, std::shared_ptr<RequestHa
     const int64_t want = static_cast<int64_t>(req.prompt.size()) + req.options.max_tokens;
     auto cache = SequenceKvCache::Create(model_.info().layers,
                                          static_cast<int>(std::min<int64_t>(want, options_.ctx_size)),
-                                         backend_.memory());
+                                         backend_.memory(), backend_.kv_dtype());
     if (!cache.ok()) {
       RequestEvent ev;
       ev.kind = RequestEvent::Kind::kFinished;

@@ -1,11 +1,13 @@
 // The KV cache invariant: a slot holds one absolute real position; rings keep exactly the last
 // W positions at slot p % W; full layers hold position p at entry p and grow rarely; positions
-// are appended in order or refused; storage ids and memory figures.
+// are appended in order or refused; storage ids and memory figures; bf16 storage (the same
+// slots, each value rounded, a ring chunk's own entries rounded too).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <set>
 
+#include "core/dtype.h"
 #include "model/gemma4/config.h"
 #include "model/gemma4/synthetic.h"
 #include "ops/backend.h"
@@ -73,6 +75,79 @@ TEST(RingKvCacheTest, ChunkLongerThanWindowKeepsEverythingItsQueriesNeed) {
   // The ring itself now holds exactly 6..9.
   std::multiset<int32_t> ring_pos(ring.slot_positions().begin(), ring.slot_positions().end());
   EXPECT_EQ(ring_pos, (std::multiset<int32_t>{6, 7, 8, 9}));
+}
+
+// What position p's K holds at value i in these bf16 tests: not a bf16 value, so rounding shows.
+float KeyValue(int32_t p, int i) { return static_cast<float>(p) + 0.3f + 0.01f * i; }
+
+TEST(RingKvCacheTest, Bf16RingAndChunkViewHoldTheRoundedValuesOfTheirPositions) {
+  const int W = 4, row = 3;
+  RingKvCache ring(W, 1, row, HostMemory(), KvDtype::kBF16);
+  EXPECT_EQ(ring.bytes(), 4u * (2 * 3 * 2 + 4));
+  auto append = [&](int32_t first, int64_t C) {
+    std::vector<int32_t> pos(static_cast<size_t>(C));
+    std::vector<float> k(static_cast<size_t>(C * row)), v(k.size());
+    for (int64_t r = 0; r < C; ++r) {
+      pos[static_cast<size_t>(r)] = first + static_cast<int32_t>(r);
+      for (int i = 0; i < row; ++i) {
+        k[static_cast<size_t>(r * row + i)] = KeyValue(first + static_cast<int32_t>(r), i);
+        v[static_cast<size_t>(r * row + i)] = -KeyValue(first + static_cast<int32_t>(r), i);
+      }
+    }
+    return Append(ring, k.data(), v.data(), pos.data(), C);
+  };
+  auto check = [&](const KvView& view, int32_t last) {
+    ASSERT_EQ(view.k, nullptr);
+    ASSERT_NE(view.k16, nullptr);
+    std::multiset<int32_t> held;
+    for (int64_t s = 0; s < view.S; ++s) {
+      const int32_t p = view.pos[s];
+      if (p < 0) continue;
+      held.insert(p);
+      for (int i = 0; i < row; ++i) {
+        EXPECT_EQ(view.k16[s * row + i], F32ToBf16(KeyValue(p, i))) << "position " << p;
+        EXPECT_EQ(view.v16[s * row + i], F32ToBf16(-KeyValue(p, i))) << "position " << p;
+      }
+    }
+    for (int32_t p = std::max(0, last - W + 1); p <= last; ++p) EXPECT_EQ(held.count(p), 1u) << p;
+  };
+  for (int32_t p = 0; p < 3; ++p) {
+    auto view = append(p, 1);
+    ASSERT_TRUE(view.ok());
+    check(*view, p);
+  }
+  auto chunk = append(3, 7);  // longer than the window: the scratch holds 0..9
+  ASSERT_TRUE(chunk.ok()) << chunk.status().ToString();
+  EXPECT_EQ(chunk->S, W + 7);
+  check(*chunk, 9);
+  std::multiset<int32_t> all(chunk->pos, chunk->pos + chunk->S);
+  for (int32_t p = 0; p <= 9; ++p) EXPECT_EQ(all.count(p), 1u) << p;
+  auto next = append(10, 1);  // the ring itself after the chunk: 7..10
+  ASSERT_TRUE(next.ok());
+  check(*next, 10);
+}
+
+TEST(FullKvCacheTest, Bf16ArrayKeepsEveryEntryThroughGrowth) {
+  FullKvCache cache(1, 3, /*block_size=*/4, /*max_positions=*/32, HostMemory(), KvDtype::kBF16);
+  for (int32_t p = 0; p < 13; ++p) {  // grows to 4, 8, 12, 20: copies bf16 entries each time
+    std::vector<float> k(3), v(3);
+    for (int i = 0; i < 3; ++i) {
+      k[i] = KeyValue(p, i);
+      v[i] = -KeyValue(p, i);
+    }
+    auto view = Append(cache, k.data(), v.data(), &p, 1);
+    ASSERT_TRUE(view.ok());
+    ASSERT_EQ(view->k, nullptr);
+    for (int32_t s = 0; s < view->S; ++s) {
+      EXPECT_EQ(view->pos[s], s <= p ? s : -1);
+      for (int i = 0; i < 3 && s <= p; ++i) {
+        EXPECT_EQ(view->k16[s * 3 + i], F32ToBf16(KeyValue(s, i)));
+        EXPECT_EQ(view->v16[s * 3 + i], F32ToBf16(-KeyValue(s, i)));
+      }
+      for (int i = 0; i < 3 && s > p; ++i) EXPECT_EQ(view->k16[s * 3 + i], 0) << "not zeroed";
+    }
+  }
+  EXPECT_EQ(cache.bytes(), 20u * (2 * 3 * 2 + 4));
 }
 
 TEST(RingKvCacheTest, OutOfOrderPositionIsRefused) {
@@ -147,7 +222,15 @@ TEST(SequenceKvCacheTest, E2bOnlyFifteenLayersOwnACache) {
   EXPECT_EQ((*cache)->ring_bytes(), 12u * 512 * 2 * 256 * 4);
   EXPECT_EQ((*cache)->reserved_bytes(), (*cache)->ring_bytes() + 4096u * (*cache)->bytes_per_token());
   EXPECT_THAT((*cache)->Describe(), HasSubstr("15 of 35 layers"));
+  EXPECT_THAT((*cache)->Describe(), HasSubstr("; f32;"));
   EXPECT_FALSE(SequenceKvCache::Create(KvLayouts(*config), 0).ok());  // no room at all
+  // bf16: half of every figure.
+  auto half = SequenceKvCache::Create(KvLayouts(*config), 4096, HostMemory(), KvDtype::kBF16);
+  ASSERT_TRUE(half.ok());
+  EXPECT_EQ((*half)->kv_dtype(), KvDtype::kBF16);
+  EXPECT_EQ((*half)->bytes_per_token(), 3u * 2 * 512 * 2);
+  EXPECT_EQ((*half)->ring_bytes(), 12u * 512 * 2 * 256 * 2);
+  EXPECT_THAT((*half)->Describe(), HasSubstr("; bf16; 6144 B/token"));
 }
 
 TEST(SequenceKvCacheTest, StorageIdChangesExactlyWhenAViewWouldMove) {
@@ -155,8 +238,9 @@ TEST(SequenceKvCacheTest, StorageIdChangesExactlyWhenAViewWouldMove) {
   o.preset = "tiny";
   auto config = ParseGemma4Config(nlohmann::json::parse(SyntheticConfig(o)->dump()), nullptr);
   ASSERT_TRUE(config.ok());
-  auto a = SequenceKvCache::Create(KvLayouts(*config), 64, HostMemory(), /*block_size=*/4);
-  auto b = SequenceKvCache::Create(KvLayouts(*config), 64, HostMemory(), 4);
+  auto a = SequenceKvCache::Create(KvLayouts(*config), 64, HostMemory(), KvDtype::kF32,
+                                   /*block_size=*/4);
+  auto b = SequenceKvCache::Create(KvLayouts(*config), 64, HostMemory(), KvDtype::kF32, 4);
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_NE((*a)->storage_id(), (*b)->storage_id());  // unique across caches
   std::set<uint64_t> ids = {(*a)->storage_id()};

@@ -96,8 +96,10 @@ TEST_P(EmuDecodeTest, DecodeGraphsReplayWhatOpByOpComputes) {
   // Prefills twin caches with `p` (blocks of `block` positions), then decodes `steps` greedy
   // tokens on both: op by op on one, through `graphs` on the other; the logits must be equal.
   auto decode = [&](std::span<const int32_t> p, int64_t block, int steps) {
-    auto op_cache = SequenceKvCache::Create(c.layers, Ctx(prompt), backend.memory(), block);
-    auto graph_cache = SequenceKvCache::Create(c.layers, Ctx(prompt), backend.memory(), block);
+    auto op_cache = SequenceKvCache::Create(c.layers, Ctx(prompt), backend.memory(),
+                                            KvDtype::kF32, block);
+    auto graph_cache = SequenceKvCache::Create(c.layers, Ctx(prompt), backend.memory(),
+                                               KvDtype::kF32, block);
     ASSERT_TRUE(op_cache.ok() && graph_cache.ok());
     auto want = Prefill(**model, backend, **op_cache, p, 5);
     auto got = Prefill(**model, backend, **graph_cache, p, 5);
