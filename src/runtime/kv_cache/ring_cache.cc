@@ -81,12 +81,8 @@ StatusOr<KvView> RingKvCache::Write(const KvWriter& write, const float* k, const
     G4_RETURN_IF_ERROR(scratch_.CopyF32(k, v, C, window_));
     G4_RETURN_IF_ERROR(memory_->Copy(scratch_pos_.data() + window_, dev_pos, C * sizeof(int32_t)));
   } else {  // entry W + i holds position next_pos_ - C + i: slot = position - base
-    KvWriteArgs a;
-    a.k = k;
-    a.v = v;
-    a.pos = dev_pos;
-    a.C = C;
-    a.row = row_;
+    KvWriteArgs a = Target(k, v, dev_pos, C);
+    a.window = 0;
     a.base = next_pos_ - C - window_;
     a.capacity = n;
     scratch_.Target(&a);
