@@ -18,19 +18,29 @@ uint64_t ResidentBytes() {
   return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
-uint64_t PeakResidentBytes() {
-  std::FILE* f = std::fopen("/proc/self/status", "r");
+namespace {
+
+// The "KEY: N kB" line of a /proc file, in bytes; 0 if absent.
+uint64_t ProcKilobytes(const char* path, const char* key) {
+  std::FILE* f = std::fopen(path, "r");
   if (!f) return 0;
   char line[256];
   uint64_t kb = 0;
+  const size_t n = std::strlen(key);
   while (std::fgets(line, sizeof line, f)) {
-    if (std::strncmp(line, "VmHWM:", 6) == 0) {
-      kb = std::strtoull(line + 6, nullptr, 10);
+    if (std::strncmp(line, key, n) == 0) {
+      kb = std::strtoull(line + n, nullptr, 10);
       break;
     }
   }
   std::fclose(f);
   return kb * 1024;
 }
+
+}  // namespace
+
+uint64_t PeakResidentBytes() { return ProcKilobytes("/proc/self/status", "VmHWM:"); }
+
+uint64_t AvailableMemoryBytes() { return ProcKilobytes("/proc/meminfo", "MemAvailable:"); }
 
 }  // namespace g4

@@ -9,5 +9,8 @@ namespace g4 {
 uint64_t ResidentBytes();
 // Peak resident set size (VmHWM) in bytes; 0 if unknown.
 uint64_t PeakResidentBytes();
+// The machine's available memory (MemAvailable: free plus reclaimable page cache) in bytes; 0
+// if unknown.
+uint64_t AvailableMemoryBytes();
 
 }  // namespace g4

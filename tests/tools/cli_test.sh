@@ -124,6 +124,15 @@ kill "$serve_pid" 2>/dev/null
 wait "$serve_pid" 2>/dev/null
 sed -n 2p "$TMP/err_serve" | grep -q "head=int8row/f32$" \
   || fail "serve: --head q8 not stated: $(cat "$TMP/err_serve")"
+# serve --kv-memory: the budget is stated; a size it cannot read is named.
+"$G4" serve --model "$TMP/mt" --port 0 --kv-memory 1.5G >/dev/null 2>"$TMP/err_kvm" &
+serve_pid=$!
+for _ in $(seq 100); do grep -q "KV memory" "$TMP/err_kvm" && break; sleep 0.1; done
+kill "$serve_pid" 2>/dev/null
+wait "$serve_pid" 2>/dev/null
+grep -q "KV memory 1536 MiB (--kv-memory)" "$TMP/err_kvm" || fail "serve --kv-memory: $(cat "$TMP/err_kvm")"
+if "$G4" serve --model "$TMP/mt" --port 0 --kv-memory 12x >/dev/null 2>"$TMP/bad"; then fail "--kv-memory 12x accepted"; fi
+grep -q -- "--kv-memory '12x': expected a positive size" "$TMP/bad" || fail "kv-memory message: $(cat "$TMP/bad")"
 cat >"$TMP/schema.json" <<'JSON'
 {"type": "object", "properties": {"ok": {"type": "boolean"},
  "n": {"type": "integer", "minimum": 3, "maximum": 41}, "tag": {"enum": ["a", "b"]}},

@@ -4,13 +4,18 @@
 // time, cancel the rest, exit 0.
 #include <signal.h>
 
+#include <cctype>
 #include <chrono>
+#include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <string>
 
 #include "backend_setup.h"
 #include "commands.h"
 #include "core/log.h"
+#include "core/process_stats.h"
 #include "loader/hf_cache.h"
 #include "runtime/grammar/grammar.h"
 #include "runtime/scheduler/engine.h"
@@ -32,7 +37,33 @@ struct ServeArgs {
   EngineOptions engine;
   int shutdown_grace_s = 10;
   bool stop_on_degenerate = false;
+  std::string kv_memory;  // --kv-memory; empty: half the available memory (host backends)
 };
+
+// "1073741824", "512M", "8G", "8GiB", "1.5G": bytes, the suffixes K/M/G/T in powers of 1024.
+StatusOr<size_t> ParseBytes(const std::string& text) {
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  std::string unit = text.substr(used);
+  if (unit.ends_with("iB")) unit.resize(unit.size() - 2);
+  if (unit.size() > 1 && unit.back() == 'B') unit.pop_back();
+  double scale = 1;
+  if (unit.size() == 1) {
+    const size_t power = std::string("KMGT").find(static_cast<char>(std::toupper(unit[0])));
+    if (power != std::string::npos) scale = std::ldexp(1.0, 10 * static_cast<int>(power + 1));
+    if (power != std::string::npos || unit == "B") unit.clear();
+  }
+  if (used == 0 || !unit.empty() || !(value > 0) || !(value * scale <= 1e18)) {
+    return InvalidArgument("--kv-memory '" + text + "': expected a positive size in bytes, "
+                           "optionally with K, M, G or T (powers of 1024), e.g. 8G");
+  }
+  return static_cast<size_t>(value * scale);
+}
 
 // Sampling defaults from generation_config.json, as vLLM loads them.
 SamplingParams GenerationDefaults(const Checkpoint& checkpoint) {
@@ -59,8 +90,18 @@ int Run(ServeArgs& a) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  if (!a.kv_memory.empty()) {
+    auto bytes = ParseBytes(a.kv_memory);
+    if (!bytes.ok()) return fail(bytes.status());
+    a.engine.kv_memory = *bytes;
+  }
   auto session = OpenTextSession(a.model);  // the device policy line first
   if (!session.ok()) return fail(session.status());
+  // The KV budget by default: half of what the machine has left once the model is mapped (a
+  // device backend keeps the engine's default, max_batch caches of --ctx-size).
+  if (a.kv_memory.empty() && !session->backend->memory().is_device()) {
+    a.engine.kv_memory = AvailableMemoryBytes() / 2;
+  }
   const CausalLM& model = session->model();
   const std::unique_ptr<Tokenizer>* tokenizer = &session->tokenizer.tokenizer;
   const ChatStyle* style = &session->tokenizer.chat_style;
@@ -92,7 +133,11 @@ int Run(ServeArgs& a) {
   MetricsObserver observer(&metrics);
   Engine engine(model, *session->backend, tokenizer->get(), a.engine, &observer);
   LogInfo(engine.DescribeKvCache() + "; up to " + std::to_string(a.engine.max_batch) +
-          " sequences");
+          " sequences; KV memory " +
+          std::to_string(engine.Stats().kv_budget_bytes / 1048576) + " MiB (" +
+          (!a.kv_memory.empty()                        ? "--kv-memory"
+           : session->backend->memory().is_device()    ? "max_batch full-context caches"
+                                                       : "half the available memory") + ")");
   Server server(a.server, &metrics);
   const Status bound = server.Bind();
   if (!bound.ok()) return fail(bound);
@@ -137,6 +182,11 @@ RunFn AddServeCommand(CLI::App& app) {
   sub->add_option("--max-batch", a->engine.max_batch, "Sequences decoded together");
   sub->add_option("--max-waiting", a->engine.max_waiting, "Queued requests before 503");
   sub->add_option("--prefill-budget", a->engine.prefill_budget, "Prompt tokens per engine step");
+  sub->add_option("--kv-memory", a->kv_memory,
+                  "Bytes the running sequences' KV caches may reserve together (e.g. 8G): a "
+                  "request starts when its cache (prompt + max_tokens positions) fits and waits "
+                  "otherwise; one that can never fit is a 400 (default: half the available "
+                  "memory; a GPU: max-batch caches of --ctx-size)");
   sub->add_option("--shutdown-grace", a->shutdown_grace_s, "Seconds in-flight requests get on SIGTERM");
   sub->add_option("--read-timeout", a->server.read_timeout_s,
                   "Seconds a client may stay silent while sending a request (default 10)");

@@ -59,9 +59,16 @@ Engine::Engine(const CausalLM& model, Backend& backend, const Tokenizer* tokeniz
   options_.max_batch = std::max(1, options_.max_batch);
   options_.prefill_budget = std::max(1, options_.prefill_budget);
   options_.ctx_size = std::clamp(options_.ctx_size, 1, model.info().max_context);
-  auto probe = SequenceKvCache::Create(model.info().layers, options_.ctx_size, HostMemory(),
-                                       backend.kv_dtype());
-  if (probe.ok()) kv_budget_bytes_ = (*probe)->reserved_bytes() * options_.max_batch;
+  kv_budget_bytes_ = options_.kv_memory > 0 ? options_.kv_memory
+                                            : KvBytesFor(options_.ctx_size) * options_.max_batch;
+}
+
+size_t Engine::KvBytesFor(int64_t positions) const {
+  // A probe: creating a cache allocates nothing until its first write.
+  auto probe = SequenceKvCache::Create(
+      model_.info().layers, static_cast<int>(std::clamp<int64_t>(positions, 1, options_.ctx_size)),
+      HostMemory(), backend_.kv_dtype());
+  return probe.ok() ? (*probe)->reserved_bytes() : 0;
 }
 
 Engine::~Engine() { Shutdown(std::chrono::milliseconds(0)); }
@@ -144,11 +151,11 @@ void Engine::Shutdown(std::chrono::milliseconds grace) {
   if (thread_.joinable()) thread_.join();
   // Anything still queued never ran: tell its submitter.
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [req, handle] : waiting_) {
+  for (Queued& q : waiting_) {
     RequestEvent ev;
     ev.kind = RequestEvent::Kind::kFinished;
     ev.result.finish_reason = "cancelled";
-    handle->Push(std::move(ev));
+    q.handle->Push(std::move(ev));
   }
   waiting_.clear();
 }
@@ -170,6 +177,16 @@ StatusOr<std::shared_ptr<RequestHandle>> Engine::Submit(EngineRequest request) {
     }
   }
   G4_RETURN_IF_ERROR(ValidateGenerationOptions(request.options, tokenizer_ != nullptr));
+  const int64_t positions = std::min<int64_t>(P + request.options.max_tokens, options_.ctx_size);
+  const size_t kv_bytes = KvBytesFor(positions);
+  if (kv_bytes > kv_budget_bytes_) {
+    return InvalidArgument("the request needs " + std::to_string(kv_bytes) +
+                           " bytes of KV cache (" + std::to_string(positions) +
+                           " positions: the prompt's " + std::to_string(P) +
+                           " + max_tokens) but the server's KV memory is " +
+                           std::to_string(kv_budget_bytes_) +
+                           " bytes (--kv-memory); lower max_tokens or shorten the prompt");
+  }
   auto handle = std::make_shared<RequestHandle>();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -178,7 +195,7 @@ StatusOr<std::shared_ptr<RequestHandle>> Engine::Submit(EngineRequest request) {
       return Unavailable("the request queue is full (" + std::to_string(options_.max_waiting) +
                          " waiting); retry later");
     }
-    waiting_.emplace_back(std::move(request), handle);
+    waiting_.push_back(Queued{std::move(request), handle, kv_bytes});
   }
   cv_.notify_all();
   return handle;
@@ -190,6 +207,7 @@ EngineStats Engine::Stats() const {
   s.running = running_count_;
   s.waiting = static_cast<int>(waiting_.size());
   s.kv_cache_usage = kv_budget_bytes_ ? static_cast<double>(reserved_bytes_) / kv_budget_bytes_ : 0.0;
+  s.kv_budget_bytes = kv_budget_bytes_;
   s.kv_blocks_in_use = kv_blocks_in_use_;
   s.kv_bytes_in_use = kv_bytes_in_use_;
   s.decode_steps = decode_steps_;
@@ -201,8 +219,8 @@ void Engine::DropCancelledWaiting() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto it = waiting_.begin(); it != waiting_.end();) {
-      if (it->second->cancelled()) {
-        dropped.push_back(std::move(it->second));
+      if (it->handle->cancelled()) {
+        dropped.push_back(std::move(it->handle));
         it = waiting_.erase(it);
       } else {
         ++it;
@@ -234,13 +252,17 @@ void Engine::UpdateStats() {
 void Engine::Loop() {
   for (;;) {
     DropCancelledWaiting();
-    std::deque<std::pair<EngineRequest, std::shared_ptr<RequestHandle>>> admitted;
+    std::deque<Queued> admitted;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] { return stop_ || !waiting_.empty() || !active_.empty(); });
       if (stop_) break;
+      // In arrival order while a slot is free and the next one's KV reservation fits (it waits
+      // for running ones to finish otherwise; Submit refused any that could never fit).
+      size_t reserved = reserved_bytes_;
       while (static_cast<int>(active_.size() + admitted.size()) < options_.max_batch &&
-             !waiting_.empty()) {
+             !waiting_.empty() && reserved + waiting_.front().kv_bytes <= kv_budget_bytes_) {
+        reserved += waiting_.front().kv_bytes;
         admitted.push_back(std::move(waiting_.front()));
         waiting_.pop_front();
       }
@@ -265,8 +287,10 @@ void Engine::Loop() {
   kv_bytes_in_use_ = 0;
 }
 
-void Engine::Admit(std::deque<std::pair<EngineRequest, std::shared_ptr<RequestHandle>>>& batch) {
-  for (auto& [req, handle] : batch) {
+void Engine::Admit(std::deque<Queued>& batch) {
+  for (Queued& q : batch) {
+    EngineRequest& req = q.req;
+    std::shared_ptr<RequestHandle>& handle = q.handle;
     auto a = std::make_unique<Active>();
     a->arrival = Clock::now();
     const int64_t want = static_cast<int64_t>(req.prompt.size()) + req.options.max_tokens;

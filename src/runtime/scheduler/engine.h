@@ -26,6 +26,11 @@ struct EngineOptions {
   int max_waiting = 64;      // queued requests beyond that; more are refused (Unavailable)
   int ctx_size = 4096;       // most positions one sequence may hold
   int prefill_budget = 256;  // prompt tokens per step, shared by all prefilling sequences
+  // Bytes the running sequences' KV caches may reserve together (--kv-memory). A request
+  // reserves its cache for prompt + max_tokens positions (at most ctx_size) when it starts; it
+  // waits in the queue until that fits, and one that could never fit is refused at Submit.
+  // 0: room for max_batch caches of ctx_size positions (every request fits its slot).
+  size_t kv_memory = 0;
 };
 
 // Hooks for metrics; called on the engine thread.
@@ -43,7 +48,8 @@ class EngineObserver {
 struct EngineStats {
   int running = 0;
   int waiting = 0;
-  double kv_cache_usage = 0.0;  // reserved KV bytes of running sequences / the batch's budget
+  double kv_cache_usage = 0.0;  // reserved KV bytes of running sequences / kv_budget_bytes
+  size_t kv_budget_bytes = 0;   // EngineOptions::kv_memory, or its default
   // KV memory actually allocated by running sequences (refreshed after every step): blocks of
   // the full-attention layers, and bytes (rings + blocks). Both fall to 0 once all finish.
   int64_t kv_blocks_in_use = 0;
@@ -76,7 +82,8 @@ class Engine {
   void Shutdown(std::chrono::milliseconds grace);
 
   // Queues a request. InvalidArgument if it can never run (empty prompt, prompt >= context,
-  // bad options), Unavailable if the queue is full or the engine is shutting down.
+  // a KV cache larger than kv_memory, bad options), Unavailable if the queue is full or the
+  // engine is shutting down.
   StatusOr<std::shared_ptr<RequestHandle>> Submit(EngineRequest request);
 
   EngineStats Stats() const;
@@ -85,12 +92,20 @@ class Engine {
   const ModelInfo& model_info() const { return model_.info(); }
   // "KV cache: ..." for a sequence of ctx_size positions (SequenceKvCache::Describe).
   std::string DescribeKvCache() const;
+  // The bytes a sequence of `positions` positions reserves (SequenceKvCache::reserved_bytes).
+  size_t KvBytesFor(int64_t positions) const;
 
  private:
   struct Active;
+  // A request in the queue, with the KV bytes it will reserve.
+  struct Queued {
+    EngineRequest req;
+    std::shared_ptr<RequestHandle> handle;
+    size_t kv_bytes = 0;
+  };
 
   void Loop();
-  void Admit(std::deque<std::pair<EngineRequest, std::shared_ptr<RequestHandle>>>& batch);
+  void Admit(std::deque<Queued>& batch);
   void Step();
   void Finish(Active& a, const std::string& reason);
   // Ends queued requests whose submitter cancelled them, before they cost a cache (engine
@@ -111,7 +126,7 @@ class Engine {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::pair<EngineRequest, std::shared_ptr<RequestHandle>>> waiting_;
+  std::deque<Queued> waiting_;
   bool accepting_ = true;
   bool stop_ = false;
   int running_count_ = 0;

@@ -256,6 +256,58 @@ TEST_F(EngineTest, FullQueueAndBadRequestsAreRefused) {
   EXPECT_FALSE(engine.Submit(req).ok());
 }
 
+// --kv-memory: a request starts when its cache reservation (prompt + max_tokens positions)
+// fits beside the running ones, whatever the free slots; it waits otherwise, and starts as soon
+// as a running one frees its bytes.
+TEST_F(EngineTest, KvMemoryAdmitsWhatFitsAndQueuesTheRest) {
+  EngineOptions eo = Options(4, 512);
+  const EngineRequest req = Request(10, 1, 400);
+  {
+    Engine probe(*model_, backend_, nullptr, eo);
+    eo.kv_memory = 2 * probe.KvBytesFor(410) + probe.KvBytesFor(410) / 2;  // room for two
+  }
+  Engine engine(*model_, backend_, nullptr, eo);
+  EXPECT_EQ(engine.Stats().kv_budget_bytes, eo.kv_memory);
+  engine.Start();
+  auto a = engine.Submit(req), b = engine.Submit(req), c = engine.Submit(req);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  RequestEvent ev;
+  ASSERT_TRUE((*a)->Next(&ev, 30s));  // a and b are running
+  ASSERT_TRUE((*b)->Next(&ev, 30s));
+  EXPECT_FALSE((*c)->Next(&ev, 50ms)) << "the third started beyond the KV memory";
+  EngineStats st = engine.Stats();
+  EXPECT_EQ(st.running, 2);
+  EXPECT_EQ(st.waiting, 1);
+  EXPECT_LE(st.kv_cache_usage, 1.0);
+  EXPECT_GT(st.kv_cache_usage, 0.75);
+  (*a)->Cancel();
+  Wait(**a);
+  ASSERT_TRUE((*c)->Next(&ev, 30s));  // a's bytes are free: c runs
+  EXPECT_GE(ev.token, 0);
+  (*b)->Cancel();
+  (*c)->Cancel();
+  Wait(**b);
+  Wait(**c);
+  engine.Shutdown(0ms);
+}
+
+TEST_F(EngineTest, RequestLargerThanTheKvMemoryIsRefusedWithWhatItNeeds) {
+  EngineOptions eo = Options(2, 512);
+  eo.kv_memory = 1000;
+  Engine engine(*model_, backend_, nullptr, eo);
+  const size_t need = engine.KvBytesFor(10 + 400);
+  ASSERT_GT(need, 1000u);
+  auto r = engine.Submit(Request(10, 1, 400));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(),
+              ::testing::HasSubstr("needs " + std::to_string(need) + " bytes of KV cache (410 "
+                                   "positions"));
+  EXPECT_THAT(r.status().message(), ::testing::HasSubstr("KV memory is 1000 bytes"));
+  // Without max_tokens' room it would still need the prompt's positions: also refused.
+  EXPECT_FALSE(engine.Submit(Request(10, 1, 1)).ok());
+}
+
 TEST_F(EngineTest, ShutdownEndsQueuedAndRunningRequests) {
   EngineOptions eo = Options(1, 4096);
   Engine engine(*model_, backend_, nullptr, eo);
