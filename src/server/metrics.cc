@@ -146,6 +146,10 @@ Metrics::Metrics(std::string model_name)
 
 void Metrics::AddPromptTokens(int64_t n) { AddCounter(&prompt_tokens_, n); }
 void Metrics::AddGenerationTokens(int64_t n) { AddCounter(&generation_tokens_, n); }
+void Metrics::AddPrefixCacheLookup(int64_t queried, int64_t hit) {
+  AddCounter(&prefix_queries_, queried);
+  AddCounter(&prefix_hits_, hit);
+}
 void Metrics::AddDegenerateResponse() { degenerate_.fetch_add(1, std::memory_order_relaxed); }
 
 void Metrics::AddRequestSuccess(FinishedReason reason) {
@@ -183,6 +187,10 @@ std::string Metrics::Render() const {
           load(prompt_tokens_));
   counter("vllm:generation_tokens_total", "Number of generation tokens processed.",
           load(generation_tokens_));
+  counter("vllm:prefix_cache_queries_total",
+          "Prefix cache queries, in terms of number of queried tokens.", load(prefix_queries_));
+  counter("vllm:prefix_cache_hits_total",
+          "Prefix cache hits, in terms of number of cached tokens.", load(prefix_hits_));
   // Every label value is written from the start (as vLLM does), so rate() works from zero.
   Header(&out, "vllm:request_success_total", "counter",
          "Count of successfully processed requests.");

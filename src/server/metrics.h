@@ -74,6 +74,9 @@ class Metrics {
   // Counters (negative increments are ignored: a counter never goes down).
   void AddPromptTokens(int64_t n);
   void AddGenerationTokens(int64_t n);
+  // Prefix reuse (vLLM's prefix-cache counters): prompt tokens looked up, and those a kept cache
+  // already held.
+  void AddPrefixCacheLookup(int64_t queried, int64_t hit);
   void AddRequestSuccess(FinishedReason reason);
   void AddDegenerateResponse();
 
@@ -99,6 +102,7 @@ class Metrics {
   std::atomic<int64_t> graph_replayed_{0}, graph_recorded_{0}, op_by_op_{0};
   std::atomic<double> kv_usage_{0}, decode_rate_{0};
   std::atomic<uint64_t> prompt_tokens_{0}, generation_tokens_{0}, degenerate_{0};
+  std::atomic<uint64_t> prefix_queries_{0}, prefix_hits_{0};
   std::array<std::atomic<uint64_t>, kNumFinishedReasons> success_{};
   Histogram ttft_, itl_, e2e_;
 };

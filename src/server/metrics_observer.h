@@ -16,6 +16,9 @@ class MetricsObserver : public EngineObserver {
   void OnToken(double seconds) override;
   void OnFinished(const GenerationResult& result, double seconds) override;
   void OnDecodeStep(int64_t tokens, double seconds) override;
+  void OnPrefixLookup(int64_t prompt_tokens, int64_t cached_tokens) override {
+    m_->AddPrefixCacheLookup(prompt_tokens, cached_tokens);
+  }
 
  private:
   Metrics* m_;

@@ -168,7 +168,7 @@ class Generation {
     }
     RequestEvent ev;
     size_t i = 0;
-    int64_t sampled = 0;
+    int64_t sampled = 0, cached = 0;
     for (size_t left = choices_.size(); left > 0;) {
       if (!NextEvent(&ev, &i)) {
         if (!sink.is_writable()) return Cancel();
@@ -179,6 +179,7 @@ class Generation {
         c.finished = true;
         --left;
         sampled += ev.result.sampled;
+        if (i == 0) cached = ev.result.stats.cached_tokens;  // the prompt is counted once
         if (ev.result.finish_reason.rfind("error", 0) == 0) {
           Cancel();  // the other choices: the response is an error now
           Write(sink, openai::SseEvent(openai::ToJson(openai::Internal(ev.result.finish_reason))));
@@ -207,7 +208,7 @@ class Generation {
       if (!Write(sink, openai::SseEvent(Body(chunk)))) return Cancel();
     }
     if (req_.include_usage) {
-      const ojson usage = openai::Usage(static_cast<int64_t>(prompt_.size()), sampled);
+      const ojson usage = openai::Usage(static_cast<int64_t>(prompt_.size()), sampled, cached);
       Write(sink, openai::SseEvent(openai::UsageChunk(
                       meta_, chat_ ? "chat.completion.chunk" : "text_completion", usage)));
     }
@@ -269,7 +270,8 @@ class Generation {
       LogVerdict(static_cast<int>(k), r);
     }
     // The prompt is counted once: the choices share it.
-    const ojson usage = openai::Usage(static_cast<int64_t>(prompt_.size()), sampled);
+    const ojson usage = openai::Usage(static_cast<int64_t>(prompt_.size()), sampled,
+                                      choices_[0]->result.stats.cached_tokens);
     const ojson body = chat_ ? openai::ChatCompletion(meta_, choices, usage, verdicts)
                              : openai::TextCompletion(meta_, choices, usage, verdicts);
     Write(sink, openai::Dump(body));

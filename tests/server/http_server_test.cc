@@ -285,6 +285,31 @@ TEST_F(HttpServerTest, SeveralChoicesStreamedAndWhole) {
   EXPECT_THAT(r->body, ::testing::HasSubstr("n must be in [1, 16]"));
 }
 
+// Prefix reuse through the API: the same prompt again is served from the kept cache, and
+// usage.prompt_tokens_details.cached_tokens says so (streamed usage too).
+TEST_F(HttpServerTest, PromptSentTwiceReportsItsCachedTokens) {
+  httplib::Client cli("127.0.0.1", server_->port());
+  std::string ids = "2";
+  for (int i = 0; i < 39; ++i) ids += "," + std::to_string(10 + (i * 7) % 200);
+  const std::string body = R"({"prompt":[)" + ids + R"(],"max_tokens":3,"temperature":0})";
+  auto first = cli.Post("/v1/completions", body, "application/json");
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->status, 200) << first->body;
+  const auto u1 = nlohmann::json::parse(first->body)["usage"];
+  EXPECT_EQ(u1["prompt_tokens"], 40);
+  EXPECT_EQ(u1["prompt_tokens_details"]["cached_tokens"], 0);
+  auto second = cli.Post("/v1/completions", body, "application/json");
+  ASSERT_TRUE(second);
+  const auto j2 = nlohmann::json::parse(second->body);
+  EXPECT_EQ(j2["usage"]["prompt_tokens_details"]["cached_tokens"], 40);
+  EXPECT_EQ(j2["choices"][0]["text"], nlohmann::json::parse(first->body)["choices"][0]["text"]);
+  const std::string streamed = R"({"prompt":[)" + ids + R"(],"max_tokens":3,"temperature":0,)"
+                               R"("stream":true,"stream_options":{"include_usage":true}})";
+  auto third = cli.Post("/v1/completions", streamed, "application/json");
+  ASSERT_TRUE(third);
+  EXPECT_THAT(third->body, ::testing::HasSubstr(R"("prompt_tokens_details":{"cached_tokens":40})"));
+}
+
 // A route's own 404 (an unknown model) keeps its message; only an unrouted path is "no route".
 TEST_F(HttpServerTest, NotFoundSaysWhatWasNotFound) {
   httplib::Client cli("127.0.0.1", server_->port());

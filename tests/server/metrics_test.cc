@@ -133,7 +133,8 @@ TEST(MetricsTest, FreshRegistryExposesEveryNameWithTheModelLabel) {
       {"g4:kv_cache_blocks_in_use", "gauge"},     {"g4:kv_cache_bytes_in_use", "gauge"},
       {"vllm:prompt_tokens_total", "counter"},    {"vllm:generation_tokens_total", "counter"},
       {"vllm:request_success_total", "counter"},  {"g4:degenerate_responses_total", "counter"},
-      {"g4:decode_steps_total", "counter"},
+      {"g4:decode_steps_total", "counter"},        {"vllm:prefix_cache_queries_total", "counter"},
+      {"vllm:prefix_cache_hits_total", "counter"},
       {"vllm:time_to_first_token_seconds", "histogram"},
       {"vllm:inter_token_latency_seconds", "histogram"},
       {"vllm:e2e_request_latency_seconds", "histogram"},
@@ -171,6 +172,8 @@ TEST(MetricsTest, CountersAndGaugesReadBack) {
   metrics.AddRequestSuccess(FinishedReason::kLength);
   metrics.AddRequestSuccess(FinishedReason::kAbort);
   metrics.AddDegenerateResponse();
+  metrics.AddPrefixCacheLookup(40, 0);
+  metrics.AddPrefixCacheLookup(40, 39);
   const Exposition e = Parse(metrics.Render());
   ASSERT_TRUE(e.errors.empty()) << e.errors.front();
   EXPECT_EQ(Value(e, "vllm:num_requests_running"), 3);
@@ -188,6 +191,8 @@ TEST(MetricsTest, CountersAndGaugesReadBack) {
   EXPECT_EQ(Value(e, "g4:decode_steps_total", {{"mode", "graph_replayed"}}), 90);
   EXPECT_EQ(Value(e, "g4:decode_steps_total", {{"mode", "graph_recorded"}}), 4);
   EXPECT_EQ(Value(e, "g4:decode_steps_total", {{"mode", "op_by_op"}}), 2);
+  EXPECT_EQ(Value(e, "vllm:prefix_cache_queries_total"), 80);
+  EXPECT_EQ(Value(e, "vllm:prefix_cache_hits_total"), 39);
 }
 
 TEST(MetricsTest, HistogramBucketsAreVllmsAndCumulative) {

@@ -35,7 +35,8 @@ TEST(ResponseTest, ChatCompletionWholeBody) {
             R"({"id":"chatcmpl-1","object":"chat.completion","created":1700000000,)"
             R"("model":"gemma-4-e2b","choices":[{"index":0,"message":{"role":"assistant",)"
             R"("content":"Hello!"},"logprobs":null,"finish_reason":"stop","stop_reason":null}],)"
-            R"("usage":{"prompt_tokens":12,"total_tokens":15,"completion_tokens":3},)"
+            R"("usage":{"prompt_tokens":12,"total_tokens":15,"completion_tokens":3,)"
+            R"("prompt_tokens_details":{"cached_tokens":0}},)"
             R"("g4":{"degenerate":false}})");
 }
 
@@ -121,11 +122,12 @@ TEST(ResponseTest, ChatChunkStream) {
   EXPECT_FALSE(end.contains("usage")) << "usage only when include_usage asked for it";
   EXPECT_EQ(end["g4"]["degenerate"], false);
 
-  const ojson usage = UsageChunk(meta, "chat.completion.chunk", Usage(10, 4));
+  const ojson usage = UsageChunk(meta, "chat.completion.chunk", Usage(10, 4, 6));
   EXPECT_EQ(Dump(usage),
             R"({"id":"chatcmpl-3","object":"chat.completion.chunk","created":1700000000,)"
             R"("model":"gemma-4-e2b","choices":[],)"
-            R"("usage":{"prompt_tokens":10,"total_tokens":14,"completion_tokens":4}})");
+            R"("usage":{"prompt_tokens":10,"total_tokens":14,"completion_tokens":4,)"
+            R"("prompt_tokens_details":{"cached_tokens":6}}})");
 }
 
 TEST(ResponseTest, TextCompletionAndChunk) {
@@ -137,7 +139,8 @@ TEST(ResponseTest, TextCompletionAndChunk) {
             R"({"id":"cmpl-1","object":"text_completion","created":1700000000,)"
             R"("model":"gemma-4-e2b","choices":[{"index":0,"text":" there was",)"
             R"("logprobs":null,"finish_reason":"length","stop_reason":null}],)"
-            R"("usage":{"prompt_tokens":4,"total_tokens":20,"completion_tokens":16},)"
+            R"("usage":{"prompt_tokens":4,"total_tokens":20,"completion_tokens":16,)"
+            R"("prompt_tokens_details":{"cached_tokens":0}},)"
             R"("g4":{"degenerate":false}})");
   Chunk piece;
   piece.text = " there";

@@ -133,7 +133,8 @@ int Run(ServeArgs& a) {
   MetricsObserver observer(&metrics);
   Engine engine(model, *session->backend, tokenizer->get(), a.engine, &observer);
   LogInfo(engine.DescribeKvCache() + "; up to " + std::to_string(a.engine.max_batch) +
-          " sequences; KV memory " +
+          " sequences; prefix reuse " + (a.engine.prefix_reuse ? "on" : "off") +
+          "; KV memory " +
           std::to_string(engine.Stats().kv_budget_bytes / 1048576) + " MiB (" +
           (!a.kv_memory.empty()                        ? "--kv-memory"
            : session->backend->memory().is_device()    ? "max_batch full-context caches"
@@ -182,6 +183,10 @@ RunFn AddServeCommand(CLI::App& app) {
   sub->add_option("--max-batch", a->engine.max_batch, "Sequences decoded together");
   sub->add_option("--max-waiting", a->engine.max_waiting, "Queued requests before 503");
   sub->add_option("--prefill-budget", a->engine.prefill_budget, "Prompt tokens per engine step");
+  sub->add_option("--prefix-reuse", a->engine.prefix_reuse,
+                  "Keep finished requests' KV caches (within --kv-memory) for later prompts that "
+                  "start with their tokens: a chat's next turn continues its cache, the same "
+                  "prompt again starts from a snapshot (default true)");
   sub->add_option("--kv-memory", a->kv_memory,
                   "Bytes the running sequences' KV caches may reserve together (e.g. 8G): a "
                   "request starts when its cache (prompt + max_tokens positions) fits and waits "

@@ -19,6 +19,20 @@ void FullKvCache::Reset() {
   clear_pos_ = capacity_ > 0;  // keeps the array: a recorded step over it stays valid
 }
 
+Status FullKvCache::Truncate(int32_t n) {
+  if (n < 0 || n > size_) {
+    return Internal("full-attention KV cache: truncate to " + std::to_string(n) + " of " +
+                    std::to_string(size_) + " positions");
+  }
+  if (n == size_) return Status();
+  if (!clear_pos_) {  // after a Reset the whole array is emptied at the next Reserve anyway
+    const std::vector<int32_t> empty(static_cast<size_t>(size_ - n), -1);
+    G4_RETURN_IF_ERROR(memory_->Upload(pos_.data() + n, empty.data(), empty.size() * 4));
+  }
+  size_ = n;
+  return Status();
+}
+
 Status FullKvCache::Grow(int64_t need) {
   const int64_t blocks_max = (max_positions_ + block_size_ - 1) / block_size_;
   int64_t want = std::max(need, capacity_ + capacity_ / 2);

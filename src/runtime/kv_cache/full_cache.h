@@ -30,6 +30,11 @@ class FullKvCache {
   StatusOr<KvView> Write(const KvWriter& write, const float* k, const float* v,
                          const int32_t* dev_pos, int64_t C);
 
+  // Keeps positions [0, n) (n <= size()) and empties the rest; the array stays (prefix reuse).
+  Status Truncate(int32_t n);
+  // A later sequence in this cache may hold up to n positions (growth stays in whole blocks).
+  void set_max_positions(int n) { max_positions_ = n; }
+
   int32_t size() const { return size_; }
   int block_size() const { return block_size_; }
   int64_t capacity() const { return capacity_; }

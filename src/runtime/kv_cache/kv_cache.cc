@@ -113,6 +113,67 @@ size_t SequenceKvCache::allocated_bytes() const {
   return n;
 }
 
+size_t KvSnapshot::bytes() const {
+  size_t n = 0;
+  for (const auto& r : rings_) n += r ? r->bytes() : 0;
+  return n;
+}
+
+StatusOr<std::unique_ptr<KvSnapshot>> SequenceKvCache::Snapshot() const {
+  auto snap = std::make_unique<KvSnapshot>();
+  snap->size_ = size_;
+  snap->rings_.resize(layers_.size());
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    if (const auto* ring = std::get_if<RingKvCache>(&layers_[l])) {
+      snap->rings_[l].emplace(*ring);
+      G4_RETURN_IF_ERROR(ring->SaveTo(&*snap->rings_[l]));
+    }
+  }
+  return snap;
+}
+
+Status SequenceKvCache::Restore(const KvSnapshot& snap) {
+  if (snap.size_ > size_ || snap.rings_.size() != layers_.size()) {
+    return Internal("KV cache: a snapshot of " + std::to_string(snap.size_) +
+                    " positions restored into a cache of " + std::to_string(size_));
+  }
+  bool moved = false;
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    if (auto* ring = std::get_if<RingKvCache>(&layers_[l])) {
+      if (!snap.rings_[l]) return Internal("KV cache: the snapshot has no ring for this layer");
+      const void* before = ring->storage();
+      G4_RETURN_IF_ERROR(ring->RestoreFrom(*snap.rings_[l]));
+      moved |= ring->storage() != before;
+    }
+    if (auto* full = std::get_if<FullKvCache>(&layers_[l])) {
+      G4_RETURN_IF_ERROR(full->Truncate(snap.size_));
+    }
+  }
+  if (moved) storage_id_ = NewKvStorageId();
+  size_ = snap.size_;
+  return Status();
+}
+
+Status SequenceKvCache::Truncate(int32_t n) {
+  if (n == size_) return Status();
+  if (n < 0 || n > size_ || num_rings_ > 0) {
+    return Internal("KV cache: cannot truncate " + std::to_string(size_) + " positions to " +
+                    std::to_string(n) + (num_rings_ > 0 ? " (sliding rings: use a snapshot)" : ""));
+  }
+  for (auto& slot : layers_) {
+    if (auto* full = std::get_if<FullKvCache>(&slot)) G4_RETURN_IF_ERROR(full->Truncate(n));
+  }
+  size_ = n;
+  return Status();
+}
+
+void SequenceKvCache::set_max_context(int n) {
+  max_context_ = n;
+  for (auto& slot : layers_) {
+    if (auto* full = std::get_if<FullKvCache>(&slot)) full->set_max_positions(n);
+  }
+}
+
 void SequenceKvCache::Reset() {
   size_ = 0;
   for (auto& slot : layers_) {

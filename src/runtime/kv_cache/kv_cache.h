@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -16,6 +17,19 @@
 #include "runtime/kv_cache/ring_cache.h"
 
 namespace g4 {
+
+// The state of a sequence's cache at one position: the rings' contents (full layers keep every
+// position and only need truncating back to it). Made by SequenceKvCache::Snapshot.
+class KvSnapshot {
+ public:
+  int32_t size() const { return size_; }
+  size_t bytes() const;
+
+ private:
+  friend class SequenceKvCache;
+  int32_t size_ = 0;
+  std::vector<std::optional<RingKvCache::Snapshot>> rings_;  // per model layer
+};
 
 class SequenceKvCache : public KvStore {
  public:
@@ -56,6 +70,17 @@ class SequenceKvCache : public KvStore {
   // "KV cache: 15 of 35 layers own K/V (12 sliding rings of 512, 3 full); bf16; 3072 B/token; ..."
   std::string Describe() const;
   void Reset();
+
+  // Prefix reuse: the cache as it is now, and back to such a state later (the same cache or
+  // one of the same layers, size() >= the snapshot's: the full layers are truncated to it).
+  StatusOr<std::unique_ptr<KvSnapshot>> Snapshot() const;
+  Status Restore(const KvSnapshot& snapshot);
+  // Keeps positions [0, n) where that needs no ring rollback (n == size(), or no sliding
+  // layer); Restore otherwise.
+  Status Truncate(int32_t n);
+  // Lets a later sequence in this cache hold up to n positions (reserved_bytes() follows).
+  void set_max_context(int n);
+  bool has_rings() const { return num_rings_ > 0; }
 
  private:
   SequenceKvCache() = default;

@@ -15,6 +15,38 @@ RingKvCache::RingKvCache(int window, int n_kv_heads, int head_dim, Memory& memor
       scratch_(memory, dtype, row_),
       scratch_pos_(memory) {}
 
+RingKvCache::Snapshot::Snapshot(const RingKvCache& ring)
+    : kv(*ring.memory_, ring.k_.dtype(), ring.row_), dev_pos(*ring.memory_) {}
+
+Status RingKvCache::SaveTo(Snapshot* s) const {
+  s->pos = pos_;
+  s->next_pos = next_pos_;
+  if (k_.empty()) return Status();  // never written: restoring is a Reset
+  G4_RETURN_IF_ERROR(s->kv.Allocate(window_));
+  G4_RETURN_IF_ERROR(s->kv.CopyFrom(k_, window_));
+  G4_RETURN_IF_ERROR(s->dev_pos.Allocate(static_cast<size_t>(window_)));
+  if (upload_pos_) return s->dev_pos.Assign(pos_);  // the device's positions are stale
+  return memory_->Copy(s->dev_pos.data(), dev_pos_.data(), static_cast<size_t>(window_) * 4);
+}
+
+Status RingKvCache::RestoreFrom(const Snapshot& s) {
+  if (s.kv.empty()) {
+    Reset();
+    return Status();
+  }
+  if (k_.empty()) {
+    G4_RETURN_IF_ERROR(k_.Allocate(window_));
+    G4_RETURN_IF_ERROR(dev_pos_.Allocate(static_cast<size_t>(window_)));
+  }
+  G4_RETURN_IF_ERROR(k_.CopyFrom(s.kv, window_));
+  G4_RETURN_IF_ERROR(
+      memory_->Copy(dev_pos_.data(), s.dev_pos.data(), static_cast<size_t>(window_) * 4));
+  pos_ = s.pos;
+  next_pos_ = s.next_pos;
+  upload_pos_ = false;
+  return Status();
+}
+
 void RingKvCache::Reset() {
   std::fill(pos_.begin(), pos_.end(), -1);
   next_pos_ = 0;

@@ -35,6 +35,21 @@ class RingKvCache {
   StatusOr<KvView> Write(const KvWriter& write, const float* k, const float* v,
                          const int32_t* dev_pos, int64_t C);
 
+  // The ring's state at one position, for a later sequence that shares the prefix up to there
+  // (prefix reuse: a ring cannot be rolled back, its older positions are overwritten).
+  struct Snapshot {
+    explicit Snapshot(const RingKvCache& ring);
+    KvRows kv;                    // K and V: [W, nkv, hd], the ring's slots
+    Buffer<int32_t> dev_pos;      // [W]
+    std::vector<int32_t> pos;     // [W], the host mirror
+    int32_t next_pos = 0;
+    size_t bytes() const { return pos.size() * (2 * kv.entry_bytes() + 4); }
+  };
+  // Copies the ring into *s (allocated on first use, in the cache's Memory).
+  Status SaveTo(Snapshot* s) const;
+  // Puts the ring back as *s holds it. The storage does not move (a recorded step stays valid).
+  Status RestoreFrom(const Snapshot& s);
+
   int window() const { return window_; }
   int32_t next_pos() const { return next_pos_; }
   // Position held by each slot ([W]; -1 = never written): for tests of the invariant.

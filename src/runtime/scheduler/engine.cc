@@ -47,6 +47,11 @@ struct Engine::Active {
   std::unique_ptr<Sequence> seq;
   size_t prefilled = 0;      // prompt tokens in the cache
   int32_t next = -1;         // the token to run in the next decode step
+  std::vector<int32_t> ids;  // the tokens in the cache, position by position (prefix reuse)
+  // The cache when the prompt was in, and the prompt's last logits (prefix reuse: the same
+  // prompt again starts from these, without a forward pass).
+  std::unique_ptr<KvSnapshot> snapshot;
+  std::vector<float> snapshot_logits;
   Clock::time_point arrival, prefill_done, last_token;
   bool got_first = false;
   GenerationStats stats;
@@ -208,6 +213,8 @@ EngineStats Engine::Stats() const {
   s.waiting = static_cast<int>(waiting_.size());
   s.kv_cache_usage = kv_budget_bytes_ ? static_cast<double>(reserved_bytes_) / kv_budget_bytes_ : 0.0;
   s.kv_budget_bytes = kv_budget_bytes_;
+  s.retained_caches = static_cast<int>(retained_.size());
+  s.retained_bytes = retained_bytes_;
   s.kv_blocks_in_use = kv_blocks_in_use_;
   s.kv_bytes_in_use = kv_bytes_in_use_;
   s.decode_steps = decode_steps_;
@@ -259,10 +266,14 @@ void Engine::Loop() {
       if (stop_) break;
       // In arrival order while a slot is free and the next one's KV reservation fits (it waits
       // for running ones to finish otherwise; Submit refused any that could never fit).
+      // Kept caches give way to it first (least recently used first).
       size_t reserved = reserved_bytes_;
       while (static_cast<int>(active_.size() + admitted.size()) < options_.max_batch &&
-             !waiting_.empty() && reserved + waiting_.front().kv_bytes <= kv_budget_bytes_) {
-        reserved += waiting_.front().kv_bytes;
+             !waiting_.empty()) {
+        const size_t need = waiting_.front().kv_bytes;
+        if (reserved + retained_bytes_ + need > kv_budget_bytes_) EvictRetained(reserved, need);
+        if (reserved + retained_bytes_ + need > kv_budget_bytes_) break;
+        reserved += need;
         admitted.push_back(std::move(waiting_.front()));
         waiting_.pop_front();
       }
@@ -283,6 +294,8 @@ void Engine::Loop() {
   std::lock_guard<std::mutex> lock(mu_);
   running_count_ = 0;
   reserved_bytes_ = 0;
+  retained_.clear();
+  retained_bytes_ = 0;
   kv_blocks_in_use_ = 0;
   kv_bytes_in_use_ = 0;
 }
@@ -294,17 +307,28 @@ void Engine::Admit(std::deque<Queued>& batch) {
     auto a = std::make_unique<Active>();
     a->arrival = Clock::now();
     const int64_t want = static_cast<int64_t>(req.prompt.size()) + req.options.max_tokens;
-    auto cache = SequenceKvCache::Create(model_.info().layers,
-                                         static_cast<int>(std::min<int64_t>(want, options_.ctx_size)),
-                                         backend_.memory(), backend_.kv_dtype());
-    if (!cache.ok()) {
-      RequestEvent ev;
-      ev.kind = RequestEvent::Kind::kFinished;
-      ev.result.finish_reason = "error: " + cache.status().message();
-      handle->Push(std::move(ev));
-      continue;
+    const int positions = static_cast<int>(std::min<int64_t>(want, options_.ctx_size));
+    int32_t cached = 0;
+    a->cache = TakeRetained(req.prompt, &cached, &a->snapshot, &a->snapshot_logits);
+    if (a->cache) {
+      a->cache->set_max_context(positions);
+      a->prefilled = static_cast<size_t>(cached);
+      a->ids.assign(req.prompt.begin(), req.prompt.begin() + cached);
+    } else {
+      auto cache = SequenceKvCache::Create(model_.info().layers, positions, backend_.memory(),
+                                           backend_.kv_dtype());
+      if (!cache.ok()) {
+        RequestEvent ev;
+        ev.kind = RequestEvent::Kind::kFinished;
+        ev.result.finish_reason = "error: " + cache.status().message();
+        handle->Push(std::move(ev));
+        continue;
+      }
+      a->cache = std::move(*cache);
     }
-    a->cache = std::move(*cache);
+    if (observer_) {
+      observer_->OnPrefixLookup(static_cast<int64_t>(req.prompt.size()), cached);
+    }
     std::function<std::string(int32_t)> piece;
     if (tokenizer_) {
       DecodeOptions d;
@@ -322,6 +346,7 @@ void Engine::Admit(std::deque<Queued>& batch) {
     }
     a->seq = std::make_unique<Sequence>(req.prompt, req.options, std::move(piece));
     a->stats.prompt_tokens = static_cast<int64_t>(req.prompt.size());
+    a->stats.cached_tokens = cached;
     a->req = std::move(req);
     a->handle = std::move(handle);
     {
@@ -331,7 +356,14 @@ void Engine::Admit(std::deque<Queued>& batch) {
     }
     active_.push_back(std::move(a));
     Active& added = *active_.back();
-    if (added.seq->finished()) Finish(added, added.seq->result().finish_reason);  // max_tokens 0
+    if (added.seq->finished()) {
+      Finish(added, added.seq->result().finish_reason);  // max_tokens 0
+    } else if (added.prefilled == added.req.prompt.size()) {
+      // The same prompt as a kept cache's: its first token comes from the kept logits.
+      added.prefill_done = Clock::now();
+      added.stats.prefill_seconds = Seconds(added.arrival, added.prefill_done);
+      Deliver(added, added.snapshot_logits);
+    }
   }
 }
 
@@ -362,9 +394,113 @@ void Engine::Finish(Active& a, const std::string& reason) {
     kv_blocks_in_use_ = std::max<int64_t>(0, kv_blocks_in_use_ - static_cast<int64_t>(a.cache->num_blocks()));
     kv_bytes_in_use_ = std::max<int64_t>(0, kv_bytes_in_use_ - static_cast<int64_t>(a.cache->allocated_bytes()));
   }
+  if (options_.prefix_reuse && !reason.starts_with("error")) Retain(a);
   // A draining Shutdown() waits for the last running request: wake it now, not at the grace's end.
   cv_.notify_all();
   a.handle->Push(std::move(ev));
+}
+
+namespace {
+
+// How many leading ids a and b share.
+size_t CommonPrefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  const size_t n = std::min(a.size(), b.size());
+  size_t i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
+}
+
+}  // namespace
+
+void Engine::TakeSnapshot(Active& a, const std::vector<float>& logits) {
+  if (!options_.prefix_reuse || a.snapshot) return;
+  auto snap = a.cache->Snapshot();
+  if (!snap.ok()) {
+    LogWarning("prefix reuse: no snapshot: " + snap.status().ToString());
+    return;
+  }
+  a.snapshot = std::move(*snap);
+  a.snapshot_logits = logits;
+}
+
+std::unique_ptr<SequenceKvCache> Engine::TakeRetained(const std::vector<int32_t>& prompt,
+                                                      int32_t* cached,
+                                                      std::unique_ptr<KvSnapshot>* snapshot,
+                                                      std::vector<float>* logits) {
+  *cached = 0;
+  if (!options_.prefix_reuse || prompt.empty()) return nullptr;
+  const size_t P = prompt.size();
+  size_t best = retained_.size(), best_len = 0;
+  for (size_t i = 0; i < retained_.size(); ++i) {
+    const Retained& r = retained_[i];
+    const size_t shared = CommonPrefix(r.ids, prompt);
+    const size_t size = static_cast<size_t>(r.cache->size());
+    const size_t snap = r.snapshot ? static_cast<size_t>(r.snapshot->size()) : 0;
+    // Without the prompt's last logits at least its last token must run.
+    const size_t limit = std::min(shared, P - 1);
+    size_t usable = 0;
+    if (r.snapshot && snap == P && shared >= P) {
+      usable = P;  // the same prompt again: its snapshot and logits
+    } else if (limit >= size) {
+      usable = size;  // the prompt goes on from where the cache ends: continue in place
+    } else if (r.snapshot && snap <= limit) {
+      usable = snap;
+    } else if (!r.cache->has_rings()) {
+      usable = limit;  // full layers alone truncate to any position
+    }
+    if (usable > best_len) {
+      best = i;
+      best_len = usable;
+    }
+  }
+  if (best == retained_.size()) return nullptr;
+  Retained r = std::move(retained_[best]);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    retained_.erase(retained_.begin() + static_cast<std::ptrdiff_t>(best));
+    retained_bytes_ -= r.bytes;
+  }
+  const int32_t len = static_cast<int32_t>(best_len);
+  Status st;
+  if (len < r.cache->size()) {
+    st = r.snapshot && r.snapshot->size() == len ? r.cache->Restore(*r.snapshot)
+                                                 : r.cache->Truncate(len);
+  }
+  if (!st.ok()) {
+    LogWarning("prefix reuse: " + st.ToString() + "; starting from an empty cache");
+    return nullptr;
+  }
+  *cached = len;
+  if (best_len == P) {  // the state at the prompt's end stays this sequence's snapshot
+    *snapshot = std::move(r.snapshot);
+    *logits = std::move(r.logits);
+  }
+  return std::move(r.cache);
+}
+
+void Engine::Retain(Active& a) {
+  if (!a.cache || a.cache->size() == 0 ||
+      a.ids.size() != static_cast<size_t>(a.cache->size())) {
+    return;
+  }
+  Retained r;
+  r.bytes = a.cache->allocated_bytes() + (a.snapshot ? a.snapshot->bytes() : 0) +
+            a.snapshot_logits.size() * sizeof(float);
+  r.cache = std::move(a.cache);
+  r.ids = std::move(a.ids);
+  r.snapshot = std::move(a.snapshot);
+  r.logits = std::move(a.snapshot_logits);
+  std::lock_guard<std::mutex> lock(mu_);
+  retained_bytes_ += r.bytes;
+  retained_.push_front(std::move(r));
+  EvictRetained(reserved_bytes_, 0);  // within the budget beside the running ones
+}
+
+void Engine::EvictRetained(size_t reserved, size_t need) {
+  while (!retained_.empty() && reserved + retained_bytes_ + need > kv_budget_bytes_) {
+    retained_bytes_ -= retained_.back().bytes;
+    retained_.pop_back();
+  }
 }
 
 void Engine::Step() {
@@ -412,40 +548,47 @@ void Engine::Step() {
     Active& a = *owners[i];
     const std::vector<float>& logits = (*out)[i];
     if (prefill_len[i] > 0) {
+      a.ids.insert(a.ids.end(), items[i].ids.begin(), items[i].ids.end());
       a.prefilled += prefill_len[i];
       if (observer_) observer_->OnPromptTokens(static_cast<int64_t>(prefill_len[i]));
       if (a.prefilled < a.req.prompt.size()) continue;  // more prompt to go
+      TakeSnapshot(a, logits);
       a.prefill_done = t1;
       a.stats.prefill_seconds = Seconds(a.arrival, t1);
     } else {
+      a.ids.push_back(a.next);
       a.stats.decode_seconds += Seconds(t0, t1);
       ++a.stats.decode_steps;
     }
-    const Sequence::Step step = a.seq->Accept(logits, a.cache->size() < a.cache->max_context());
-    const auto now = Clock::now();
-    if (step.token >= 0 && observer_) {
-      if (!a.got_first) {
-        observer_->OnFirstToken(Seconds(a.arrival, now));
-      } else {
-        observer_->OnToken(Seconds(a.last_token, now));
-      }
-    }
-    a.got_first = true;
-    a.last_token = now;
-    RequestEvent ev;
-    ev.token = step.token;
-    ev.text = step.text;
-    if (a.req.top_logprobs >= 0 && step.token >= 0) {
-      ev.logprob = Logprobs(logits, step.token, a.req.top_logprobs);
-    }
-    a.handle->Push(std::move(ev));
-    if (step.finished) {
-      Finish(a, a.seq->result().finish_reason);
-    } else {
-      a.next = a.seq->next_token();
-    }
+    Deliver(a, logits);
   }
   std::erase_if(active_, [](const auto& a) { return a->seq->finished(); });
+}
+
+void Engine::Deliver(Active& a, const std::vector<float>& logits) {
+  const Sequence::Step step = a.seq->Accept(logits, a.cache->size() < a.cache->max_context());
+  const auto now = Clock::now();
+  if (step.token >= 0 && observer_) {
+    if (!a.got_first) {
+      observer_->OnFirstToken(Seconds(a.arrival, now));
+    } else {
+      observer_->OnToken(Seconds(a.last_token, now));
+    }
+  }
+  a.got_first = true;
+  a.last_token = now;
+  RequestEvent ev;
+  ev.token = step.token;
+  ev.text = step.text;
+  if (a.req.top_logprobs >= 0 && step.token >= 0) {
+    ev.logprob = Logprobs(logits, step.token, a.req.top_logprobs);
+  }
+  a.handle->Push(std::move(ev));
+  if (step.finished) {
+    Finish(a, a.seq->result().finish_reason);
+  } else {
+    a.next = a.seq->next_token();
+  }
 }
 
 }  // namespace g4

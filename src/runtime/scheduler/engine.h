@@ -31,6 +31,11 @@ struct EngineOptions {
   // waits in the queue until that fits, and one that could never fit is refused at Submit.
   // 0: room for max_batch caches of ctx_size positions (every request fits its slot).
   size_t kv_memory = 0;
+  // Prefix reuse: a finished sequence's cache is kept (within kv_memory, least recently used
+  // evicted first) for a later request whose prompt starts with its tokens: the next turn of a
+  // chat continues it in place, the same prompt again resumes from a snapshot of the sliding
+  // rings taken one token before the prompt's end.
+  bool prefix_reuse = true;
 };
 
 // Hooks for metrics; called on the engine thread.
@@ -43,6 +48,8 @@ class EngineObserver {
   virtual void OnFinished(const GenerationResult& result, double seconds_since_arrival) {}
   // A step that ran only decode tokens: its tokens and duration (the decode-speed gauge).
   virtual void OnDecodeStep(int64_t tokens, double seconds) {}
+  // A request started: its prompt tokens, and how many of them a kept cache already held.
+  virtual void OnPrefixLookup(int64_t prompt_tokens, int64_t cached_tokens) {}
 };
 
 struct EngineStats {
@@ -54,6 +61,10 @@ struct EngineStats {
   // the full-attention layers, and bytes (rings + blocks). Both fall to 0 once all finish.
   int64_t kv_blocks_in_use = 0;
   int64_t kv_bytes_in_use = 0;
+  // Finished sequences' caches kept for prefix reuse (EngineOptions::prefix_reuse), and their
+  // bytes (with their snapshots); they count against kv_budget_bytes and are evicted first.
+  int retained_caches = 0;
+  size_t retained_bytes = 0;
   // How decode steps ran since start-up, warm-up included: replayed or recorded as a CUDA graph,
   // or op by op (every decode step on a backend without graphs).
   StepGraphs::Stats decode_steps;
@@ -103,11 +114,38 @@ class Engine {
     std::shared_ptr<RequestHandle> handle;
     size_t kv_bytes = 0;
   };
+  // A finished sequence's cache kept for prefix reuse.
+  struct Retained {
+    std::unique_ptr<SequenceKvCache> cache;
+    std::vector<int32_t> ids;              // the tokens at positions [0, cache->size())
+    std::unique_ptr<KvSnapshot> snapshot;  // the cache when its prompt was in, or null
+    std::vector<float> logits;             // that prompt's last logits
+    size_t bytes = 0;                      // the cache's allocation and the snapshot's
+  };
 
   void Loop();
   void Admit(std::deque<Queued>& batch);
   void Step();
   void Finish(Active& a, const std::string& reason);
+  // The kept cache sharing the longest usable prefix with `prompt`, taken out of retained_ and
+  // put back into that prefix's state (restored from its snapshot or truncated); *cached = the
+  // positions it holds. When that is the whole prompt (the same prompt again), *snapshot and
+  // *logits are the kept state at its end and its last logits. Null when none shares one
+  // (engine thread).
+  std::unique_ptr<SequenceKvCache> TakeRetained(const std::vector<int32_t>& prompt,
+                                                int32_t* cached,
+                                                std::unique_ptr<KvSnapshot>* snapshot,
+                                                std::vector<float>* logits);
+  // Keeps a finished sequence's cache (engine thread).
+  void Retain(Active& a);
+  // Keeps a's cache state and last logits once its prompt is in (prefix reuse).
+  void TakeSnapshot(Active& a, const std::vector<float>& logits);
+  // Samples a's next token from `logits`, tells its submitter, finishes it when that was the
+  // last (engine thread).
+  void Deliver(Active& a, const std::vector<float>& logits);
+  // Evicts kept caches, least recently used first, until `need` more bytes fit beside the
+  // running sequences' reservations (mu_ held).
+  void EvictRetained(size_t reserved, size_t need);
   // Ends queued requests whose submitter cancelled them, before they cost a cache (engine
   // thread; they also stop holding a place in the queue).
   void DropCancelledWaiting();
@@ -135,6 +173,8 @@ class Engine {
   int admitting_ = 0;
   size_t reserved_bytes_ = 0;
   int64_t kv_blocks_in_use_ = 0, kv_bytes_in_use_ = 0;
+  std::deque<Retained> retained_;  // most recently used first; engine thread, but under mu_
+  size_t retained_bytes_ = 0;
   StepGraphs::Stats decode_steps_;
 
   std::vector<std::unique_ptr<Active>> active_;  // engine thread only

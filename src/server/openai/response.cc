@@ -58,11 +58,12 @@ void AddReasoning(const std::optional<std::string>& reasoning, ojson* message) {
 
 }  // namespace
 
-ojson Usage(int64_t prompt_tokens, int64_t completion_tokens) {
+ojson Usage(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens) {
   ojson usage;
   usage["prompt_tokens"] = prompt_tokens;
   usage["total_tokens"] = prompt_tokens + completion_tokens;
   usage["completion_tokens"] = completion_tokens;
+  usage["prompt_tokens_details"] = {{"cached_tokens", cached_tokens}};
   return usage;
 }
 

@@ -89,8 +89,10 @@ struct Chunk {
   bool usage_null = false;  // stream_options.include_usage: "usage": null until the usage chunk
 };
 
-// {"prompt_tokens", "total_tokens", "completion_tokens"} (vLLM's UsageInfo order).
-ojson Usage(int64_t prompt_tokens, int64_t completion_tokens);
+// {"prompt_tokens", "total_tokens", "completion_tokens", "prompt_tokens_details":
+// {"cached_tokens"}} (vLLM's UsageInfo order; cached_tokens: of the prompt, already in a kept
+// KV cache).
+ojson Usage(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens = 0);
 
 // {"degenerate": false} or {"degenerate": true, "reason": ..., "start": ...}.
 ojson DegeneracyJson(const DegeneracyVerdict& verdict);

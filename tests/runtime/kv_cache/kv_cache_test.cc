@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "core/dtype.h"
@@ -231,6 +232,70 @@ TEST(SequenceKvCacheTest, E2bOnlyFifteenLayersOwnACache) {
   EXPECT_EQ((*half)->bytes_per_token(), 3u * 2 * 512 * 2);
   EXPECT_EQ((*half)->ring_bytes(), 12u * 512 * 2 * 256 * 2);
   EXPECT_THAT((*half)->Describe(), HasSubstr("; bf16; 6144 B/token"));
+}
+
+// Prefix reuse: a snapshot puts the rings back where they were (their older positions cannot be
+// rebuilt otherwise) and truncates the full layers; the sequence then continues from there.
+TEST(SequenceKvCacheTest, SnapshotRestoresTheRingsAndTruncatesTheFullLayers) {
+  SyntheticOptions o;
+  o.preset = "tiny";
+  auto config = ParseGemma4Config(nlohmann::json::parse(SyntheticConfig(o)->dump()), nullptr);
+  ASSERT_TRUE(config.ok());
+  auto cache = SequenceKvCache::Create(KvLayouts(*config), 64, HostMemory(), KvDtype::kBF16);
+  ASSERT_TRUE(cache.ok());
+  ASSERT_TRUE((*cache)->has_rings());
+  const std::vector<KvLayout> layouts = KvLayouts(*config);
+  // Appends positions [from, to) to every layer that owns K/V, each value = its position.
+  auto append = [&](int32_t from, int32_t to) {
+    for (int32_t p = from; p < to; ++p) {
+      ASSERT_TRUE((*cache)->Reserve(&p, 1).ok());
+      for (const KvLayout& l : layouts) {
+        if (l.shared()) continue;
+        const std::vector<float> k = Row(l.n_kv_heads * l.head_dim, static_cast<float>(p));
+        ASSERT_TRUE((*cache)->Write(HostWrite(), l.index, k.data(), k.data(), &p, 1).ok());
+      }
+    }
+  };
+  // What layer l's view holds after writing `next`: position -> its first K value, for the
+  // filled slots but next's.
+  auto held = [&](int layer, int32_t next) {
+    const std::vector<float> k = Row(layouts[static_cast<size_t>(layer)].n_kv_heads *
+                                         layouts[static_cast<size_t>(layer)].head_dim,
+                                     static_cast<float>(next));
+    auto view = (*cache)->Write(HostWrite(), layer, k.data(), k.data(), &next, 1);
+    std::map<int32_t, float> m;
+    const int64_t row = layouts[static_cast<size_t>(layer)].n_kv_heads *
+                        layouts[static_cast<size_t>(layer)].head_dim;
+    for (int64_t s = 0; view.ok() && s < view->S; ++s) {
+      if (view->pos[s] >= 0 && view->pos[s] != next) {
+        m[view->pos[s]] = Bf16ToF32(view->k16[s * row]);
+      }
+    }
+    return m;
+  };
+  append(0, 21);
+  auto snap = (*cache)->Snapshot();
+  ASSERT_TRUE(snap.ok());
+  EXPECT_EQ((*snap)->size(), 21);
+  EXPECT_GT((*snap)->bytes(), 0u);
+  append(21, 40);
+  EXPECT_FALSE((*cache)->Truncate(21).ok()) << "rings cannot be truncated";
+  ASSERT_TRUE((*cache)->Restore(**snap).ok());
+  EXPECT_EQ((*cache)->size(), 21);
+  // Every layer holds exactly what it held at 21: the ring its last window, the full layers
+  // positions 0..20 (the values of 21..39 are gone from the view).
+  int32_t p = 21;
+  ASSERT_TRUE((*cache)->Reserve(&p, 1).ok());
+  for (const KvLayout& l : layouts) {
+    if (l.shared()) continue;
+    const std::map<int32_t, float> m = held(l.index, 21);
+    const int32_t first = l.sliding() ? std::max(0, 22 - l.window) : 0;
+    ASSERT_EQ(m.size(), static_cast<size_t>(21 - first)) << "layer " << l.index;
+    for (const auto& [pos, value] : m) {
+      EXPECT_GE(pos, first);
+      EXPECT_EQ(value, static_cast<float>(pos)) << "layer " << l.index;
+    }
+  }
 }
 
 TEST(SequenceKvCacheTest, StorageIdChangesExactlyWhenAViewWouldMove) {

@@ -308,6 +308,118 @@ TEST_F(EngineTest, RequestLargerThanTheKvMemoryIsRefusedWithWhatItNeeds) {
   EXPECT_FALSE(engine.Submit(Request(10, 1, 1)).ok());
 }
 
+// The sliding window of the tiny model's rings.
+int Window(const CausalLM& m) {
+  int w = 0;
+  for (const KvLayout& l : m.info().layers) w = std::max(w, l.window);
+  return w;
+}
+
+// One request at a time through `engine`: the result (and its cached prompt tokens).
+GenerationResult RunOne(Engine& engine, const std::vector<int32_t>& prompt, int max_tokens) {
+  EngineRequest req;
+  req.prompt = prompt;
+  req.options = Greedy(max_tokens);
+  auto h = engine.Submit(req);
+  EXPECT_TRUE(h.ok()) << h.status().ToString();
+  return h.ok() ? Wait(**h) : GenerationResult{};
+}
+
+// Prefix reuse: the same prompt again (from the snapshot at its end, no forward pass for the
+// first token) and the next turn of a chat (the previous prompt + answer + new tokens,
+// continuing the kept cache in place) give exactly the greedy tokens a fresh cache gives, at
+// prompt lengths around the sliding window, in prefill chunks of 3 and 64.
+TEST_F(EngineTest, PrefixReuseGivesTheTokensAFreshCacheGives) {
+  const int W = Window(*model_);
+  ASSERT_GT(W, 0);
+  for (int budget : {3, 64}) {
+    for (int T : {W - 1, W, W + 1, 2 * W + 3}) {
+      SCOPED_TRACE("T=" + std::to_string(T) + " budget=" + std::to_string(budget));
+      EngineOptions eo = Options(2, 256);
+      eo.prefill_budget = budget;
+      eo.prefix_reuse = false;
+      Engine fresh(*model_, backend_, nullptr, eo);
+      eo.prefix_reuse = true;
+      Engine reuse(*model_, backend_, nullptr, eo);
+      fresh.Start();
+      reuse.Start();
+      const std::vector<int32_t> p1 = Prompt(T, T);
+      const GenerationResult f1 = RunOne(fresh, p1, 6), r1 = RunOne(reuse, p1, 6);
+      EXPECT_EQ(r1.tokens, f1.tokens);
+      EXPECT_EQ(r1.stats.cached_tokens, 0);
+      const GenerationResult r1b = RunOne(reuse, p1, 6);  // the same prompt again
+      EXPECT_EQ(r1b.tokens, f1.tokens);
+      EXPECT_EQ(r1b.stats.cached_tokens, T);
+      // The next turn: the prompt, the answer, then W + 2 new tokens (past the window).
+      std::vector<int32_t> p2 = p1;
+      p2.insert(p2.end(), f1.tokens.begin(), f1.tokens.end());
+      for (int i = 0; i < W + 2; ++i) p2.push_back((i * 53 + 7) % 500 + 3);
+      const GenerationResult f2 = RunOne(fresh, p2, 6), r2 = RunOne(reuse, p2, 6);
+      EXPECT_EQ(r2.tokens, f2.tokens);
+      // The kept cache held the prompt and the answer but its last token (never run).
+      EXPECT_EQ(r2.stats.cached_tokens, T + static_cast<int>(f1.tokens.size()) - 1);
+      // A prompt sharing only part of p1 with the kept caches (rings: no snapshot there) runs
+      // fresh, and still right.
+      std::vector<int32_t> p3(p1.begin(), p1.begin() + T / 2 + 1);
+      p3.push_back(499);
+      const GenerationResult f3 = RunOne(fresh, p3, 6), r3 = RunOne(reuse, p3, 6);
+      EXPECT_EQ(r3.tokens, f3.tokens);
+      fresh.Shutdown(0ms);
+      reuse.Shutdown(0ms);
+    }
+  }
+}
+
+// Cached and fresh sequences in one batch; two chat sessions taking turns keep both their
+// caches within the KV memory; under pressure the kept caches go first and outputs stay right.
+TEST_F(EngineTest, PrefixReuseInABatchAlternatingSessionsAndEviction) {
+  // A kept cache holds whole blocks of 256 positions: a context of 1024 leaves room for both.
+  EngineOptions eo = Options(2, 1024);
+  eo.prefix_reuse = false;
+  Engine fresh(*model_, backend_, nullptr, eo);
+  fresh.Start();
+  const std::vector<int32_t> a = Prompt(30, 1), b = Prompt(30, 2);
+  const GenerationResult fa = RunOne(fresh, a, 5), fb = RunOne(fresh, b, 5);
+
+  eo.prefix_reuse = true;
+  Engine engine(*model_, backend_, nullptr, eo);
+  engine.Start();
+  RunOne(engine, a, 5);
+  // a again (cached) and b (fresh) in one batch.
+  EngineRequest ra, rb;
+  ra.prompt = a;
+  ra.options = Greedy(5);
+  rb.prompt = b;
+  rb.options = Greedy(5);
+  auto ha = engine.Submit(ra), hb = engine.Submit(rb);
+  ASSERT_TRUE(ha.ok() && hb.ok());
+  const GenerationResult ga = Wait(**ha), gb = Wait(**hb);
+  EXPECT_EQ(ga.tokens, fa.tokens);
+  EXPECT_EQ(gb.tokens, fb.tokens);
+  EXPECT_EQ(ga.stats.cached_tokens, 30);
+  EXPECT_EQ(gb.stats.cached_tokens, 0);
+  // Alternating: each session's next prompt finds its own cache.
+  for (int turn = 0; turn < 3; ++turn) {
+    EXPECT_EQ(RunOne(engine, a, 5).stats.cached_tokens, 30) << "turn " << turn;
+    EXPECT_EQ(RunOne(engine, b, 5).stats.cached_tokens, 30) << "turn " << turn;
+  }
+  EXPECT_EQ(engine.Stats().retained_caches, 2);
+  engine.Shutdown(0ms);
+
+  // Room for one running request and nothing kept beside it: every kept cache is evicted.
+  const size_t one = engine.KvBytesFor(35);
+  eo.kv_memory = one + one / 4;
+  Engine tight(*model_, backend_, nullptr, eo);
+  tight.Start();
+  EXPECT_EQ(RunOne(tight, a, 5).tokens, fa.tokens);
+  EXPECT_EQ(RunOne(tight, b, 5).tokens, fb.tokens);
+  const GenerationResult again = RunOne(tight, a, 5);
+  EXPECT_EQ(again.tokens, fa.tokens);
+  EXPECT_LE(tight.Stats().retained_bytes, eo.kv_memory);
+  tight.Shutdown(0ms);
+  fresh.Shutdown(0ms);
+}
+
 TEST_F(EngineTest, ShutdownEndsQueuedAndRunningRequests) {
   EngineOptions eo = Options(1, 4096);
   Engine engine(*model_, backend_, nullptr, eo);
