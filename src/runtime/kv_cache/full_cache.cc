@@ -37,19 +37,38 @@ Status FullKvCache::Grow(int64_t need) {
   const int64_t blocks_max = (max_positions_ + block_size_ - 1) / block_size_;
   int64_t want = std::max(need, capacity_ + capacity_ / 2);
   want = std::min((want + block_size_ - 1) / block_size_, blocks_max) * block_size_;
+  return Reallocate(want, kv_, size_);
+}
+
+Status FullKvCache::Reallocate(int64_t capacity, const KvRows& src, int32_t n) {
   KvRows kv(*memory_, kv_.dtype(), row_);
   Buffer<int32_t> pos(*memory_);
-  G4_RETURN_IF_ERROR(kv.Allocate(want));
-  G4_RETURN_IF_ERROR(kv.Zero(size_, want));
-  std::vector<int32_t> p(static_cast<size_t>(want), -1);
-  for (int32_t i = 0; i < size_; ++i) p[static_cast<size_t>(i)] = i;
+  G4_RETURN_IF_ERROR(kv.Allocate(capacity));
+  G4_RETURN_IF_ERROR(kv.Zero(n, capacity));
+  std::vector<int32_t> p(static_cast<size_t>(capacity), -1);
+  for (int32_t i = 0; i < n; ++i) p[static_cast<size_t>(i)] = i;
   G4_RETURN_IF_ERROR(pos.Assign(p));
-  G4_RETURN_IF_ERROR(kv.CopyFrom(kv_, size_));
+  G4_RETURN_IF_ERROR(kv.CopyFrom(src, n));
   kv_ = std::move(kv);
   pos_ = std::move(pos);
-  capacity_ = want;
+  capacity_ = capacity;
+  size_ = n;
   clear_pos_ = false;
   return Status();
+}
+
+Status FullKvCache::CopyFrom(const FullKvCache& src) {
+  if (src.row_ != row_ || src.kv_.dtype() != kv_.dtype() || src.size_ > max_positions_) {
+    return Internal("full-attention KV cache: copy of " + std::to_string(src.size_) +
+                    " positions into a cache of another shape or of " +
+                    std::to_string(max_positions_));
+  }
+  if (src.size_ == 0) {
+    Reset();
+    return Status();
+  }
+  const int64_t blocks = (src.size_ + block_size_ - 1) / block_size_;
+  return Reallocate(blocks * block_size_, src.kv_, src.size_);
 }
 
 Status FullKvCache::Reserve(const int32_t* pos, int64_t C) {

@@ -32,6 +32,9 @@ class FullKvCache {
 
   // Keeps positions [0, n) (n <= size()) and empties the rest; the array stays (prefix reuse).
   Status Truncate(int32_t n);
+  // Makes this (empty) cache of the same shape and dtype hold src's positions (prefix reuse: a
+  // sequence branching from a kept cache that stays kept).
+  Status CopyFrom(const FullKvCache& src);
   // A later sequence in this cache may hold up to n positions (growth stays in whole blocks).
   void set_max_positions(int n) { max_positions_ = n; }
 
@@ -46,6 +49,8 @@ class FullKvCache {
 
  private:
   Status Grow(int64_t need);
+  // A new array of `capacity` entries holding src's first n (src may be this cache's own).
+  Status Reallocate(int64_t capacity, const KvRows& src, int32_t n);
 
   int row_, block_size_, max_positions_;
   Memory* memory_;

@@ -13,8 +13,10 @@ StatusOr<std::unique_ptr<SequenceKvCache>> SequenceKvCache::Create(
   }
   if (block_size <= 0) return InvalidArgument("KV block size must be > 0");
   std::unique_ptr<SequenceKvCache> cache(new SequenceKvCache());
+  cache->layouts_ = layers;
   cache->memory_ = &memory;
   cache->dtype_ = dtype;
+  cache->block_size_ = static_cast<size_t>(block_size);
   cache->max_context_ = max_context;
   cache->num_layers_ = static_cast<int>(layers.size());
   cache->layers_.resize(layers.size());
@@ -154,17 +156,42 @@ Status SequenceKvCache::Restore(const KvSnapshot& snap) {
   return Status();
 }
 
+bool SequenceKvCache::CanTruncate(int32_t n) const {
+  if (n < 0 || n > size_) return false;
+  for (const auto& slot : layers_) {
+    const auto* ring = std::get_if<RingKvCache>(&slot);
+    if (ring != nullptr && !ring->CanTruncate(n)) return false;
+  }
+  return true;
+}
+
 Status SequenceKvCache::Truncate(int32_t n) {
   if (n == size_) return Status();
-  if (n < 0 || n > size_ || num_rings_ > 0) {
+  if (!CanTruncate(n)) {
     return Internal("KV cache: cannot truncate " + std::to_string(size_) + " positions to " +
-                    std::to_string(n) + (num_rings_ > 0 ? " (sliding rings: use a snapshot)" : ""));
+                    std::to_string(n) + " (a sliding ring has moved past it: use a snapshot)");
   }
   for (auto& slot : layers_) {
+    if (auto* ring = std::get_if<RingKvCache>(&slot)) G4_RETURN_IF_ERROR(ring->Truncate(n));
     if (auto* full = std::get_if<FullKvCache>(&slot)) G4_RETURN_IF_ERROR(full->Truncate(n));
   }
   size_ = n;
   return Status();
+}
+
+StatusOr<std::unique_ptr<SequenceKvCache>> SequenceKvCache::Clone() const {
+  G4_ASSIGN_OR_RETURN(auto copy, Create(layouts_, max_context_, *memory_, dtype_,
+                                        static_cast<int>(block_size_)));
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    if (const auto* ring = std::get_if<RingKvCache>(&layers_[l])) {
+      G4_RETURN_IF_ERROR(std::get<RingKvCache>(copy->layers_[l]).CopyFrom(*ring));
+    }
+    if (const auto* full = std::get_if<FullKvCache>(&layers_[l])) {
+      G4_RETURN_IF_ERROR(std::get<FullKvCache>(copy->layers_[l]).CopyFrom(*full));
+    }
+  }
+  copy->size_ = size_;
+  return copy;
 }
 
 void SequenceKvCache::set_max_context(int n) {

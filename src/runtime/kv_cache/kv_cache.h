@@ -60,8 +60,12 @@ class SequenceKvCache : public KvStore {
   // Bytes each new position adds (full layers only), and the bytes the sliding rings hold.
   size_t bytes_per_token() const { return bytes_per_token_; }
   size_t ring_bytes() const { return ring_bytes_; }
-  // What the cache holds at max_context: ring_bytes + max_context * bytes_per_token.
-  size_t reserved_bytes() const { return ring_bytes_ + bytes_per_token_ * max_context_; }
+  // The most the cache holds: ring_bytes + bytes_per_token * max_context rounded up to whole
+  // blocks, since the full layers grow a block at a time (the engine admits by it).
+  size_t reserved_bytes() const {
+    const size_t blocks = (static_cast<size_t>(max_context_) + block_size_ - 1) / block_size_;
+    return ring_bytes_ + bytes_per_token_ * blocks * block_size_;
+  }
   int num_cached_layers() const { return num_cached_layers_; }
   // Blocks the full layers have allocated so far (they grow with the sequence) and the bytes
   // held now: the rings plus those blocks. The server's /metrics sums these over sequences.
@@ -75,16 +79,21 @@ class SequenceKvCache : public KvStore {
   // one of the same layers, size() >= the snapshot's: the full layers are truncated to it).
   StatusOr<std::unique_ptr<KvSnapshot>> Snapshot() const;
   Status Restore(const KvSnapshot& snapshot);
-  // Keeps positions [0, n) where that needs no ring rollback (n == size(), or no sliding
-  // layer); Restore otherwise.
+  // Keeps positions [0, n) where every ring still holds what its window at n sees (n == size(),
+  // no sliding layer, or rings that have not wrapped: RingKvCache::CanTruncate); Restore
+  // otherwise.
+  bool CanTruncate(int32_t n) const;
   Status Truncate(int32_t n);
+  // A copy of this cache (its own storage in the same Memory): a sequence branching from a
+  // kept cache that stays kept for the next one.
+  StatusOr<std::unique_ptr<SequenceKvCache>> Clone() const;
   // Lets a later sequence in this cache hold up to n positions (reserved_bytes() follows).
   void set_max_context(int n);
-  bool has_rings() const { return num_rings_ > 0; }
 
  private:
   SequenceKvCache() = default;
 
+  std::vector<KvLayout> layouts_;  // as created (Clone)
   Memory* memory_ = &HostMemory();
   KvDtype dtype_ = KvDtype::kF32;
   int max_context_ = 0;
@@ -92,6 +101,7 @@ class SequenceKvCache : public KvStore {
   uint64_t storage_id_ = NewKvStorageId();
   int num_layers_ = 0, num_cached_layers_ = 0, num_rings_ = 0;
   int window_ = 0;  // the largest ring, for Describe()
+  size_t block_size_ = kDefaultBlockSize;
   size_t bytes_per_token_ = 0, ring_bytes_ = 0;
   // One entry per model layer: a ring, a block cache, or nothing (KV-shared layers).
   std::vector<std::variant<std::monostate, RingKvCache, FullKvCache>> layers_;

@@ -21,29 +21,58 @@ RingKvCache::Snapshot::Snapshot(const RingKvCache& ring)
 Status RingKvCache::SaveTo(Snapshot* s) const {
   s->pos = pos_;
   s->next_pos = next_pos_;
-  if (k_.empty()) return Status();  // never written: restoring is a Reset
-  G4_RETURN_IF_ERROR(s->kv.Allocate(window_));
-  G4_RETURN_IF_ERROR(s->kv.CopyFrom(k_, window_));
+  // Slots past next_pos were never written (an unwrapped ring's slot is its position).
+  s->entries = entries();
+  if (s->entries == 0) return Status();  // restoring it is a Reset
+  G4_RETURN_IF_ERROR(s->kv.Allocate(s->entries));
+  G4_RETURN_IF_ERROR(s->kv.CopyFrom(k_, s->entries));
   G4_RETURN_IF_ERROR(s->dev_pos.Allocate(static_cast<size_t>(window_)));
   if (upload_pos_) return s->dev_pos.Assign(pos_);  // the device's positions are stale
   return memory_->Copy(s->dev_pos.data(), dev_pos_.data(), static_cast<size_t>(window_) * 4);
 }
 
 Status RingKvCache::RestoreFrom(const Snapshot& s) {
-  if (s.kv.empty()) {
+  return Load(s.kv, s.entries, &s.dev_pos, s.pos, s.next_pos);
+}
+
+Status RingKvCache::CopyFrom(const RingKvCache& src) {
+  if (src.window_ != window_ || src.row_ != row_ || src.k_.dtype() != k_.dtype()) {
+    return Internal("sliding KV cache: copy between rings of different shapes");
+  }
+  return Load(src.k_, src.entries(), src.upload_pos_ ? nullptr : &src.dev_pos_, src.pos_,
+              src.next_pos_);
+}
+
+Status RingKvCache::Load(const KvRows& kv, int32_t entries, const Buffer<int32_t>* dev_pos,
+                         const std::vector<int32_t>& pos, int32_t next_pos) {
+  if (entries == 0) {
     Reset();
     return Status();
   }
   if (k_.empty()) {
     G4_RETURN_IF_ERROR(k_.Allocate(window_));
+    G4_RETURN_IF_ERROR(k_.Zero(entries, window_));  // empty slots must not hold NaN bytes
     G4_RETURN_IF_ERROR(dev_pos_.Allocate(static_cast<size_t>(window_)));
   }
-  G4_RETURN_IF_ERROR(k_.CopyFrom(s.kv, window_));
-  G4_RETURN_IF_ERROR(
-      memory_->Copy(dev_pos_.data(), s.dev_pos.data(), static_cast<size_t>(window_) * 4));
-  pos_ = s.pos;
-  next_pos_ = s.next_pos;
+  G4_RETURN_IF_ERROR(k_.CopyFrom(kv, entries));
+  pos_ = pos;
+  next_pos_ = next_pos;
   upload_pos_ = false;
+  if (dev_pos == nullptr) return dev_pos_.Assign(pos_);
+  return memory_->Copy(dev_pos_.data(), dev_pos->data(), static_cast<size_t>(window_) * 4);
+}
+
+Status RingKvCache::Truncate(int32_t n) {
+  if (!CanTruncate(n)) {
+    return Internal("sliding KV cache: cannot keep " + std::to_string(n) + " of " +
+                    std::to_string(next_pos_) + " positions (the window has moved past them)");
+  }
+  if (n == next_pos_) return Status();
+  for (int32_t& p : pos_) {
+    if (p >= n) p = -1;
+  }
+  next_pos_ = n;
+  upload_pos_ = true;  // the next Reserve empties the device's slots too
   return Status();
 }
 

@@ -6,6 +6,7 @@
 // the slot positions for the order checks and tests. K/V are stored as the cache's KvDtype.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -39,16 +40,29 @@ class RingKvCache {
   // (prefix reuse: a ring cannot be rolled back, its older positions are overwritten).
   struct Snapshot {
     explicit Snapshot(const RingKvCache& ring);
-    KvRows kv;                    // K and V: [W, nkv, hd], the ring's slots
+    KvRows kv;                    // K and V: [entries, nkv, hd], the ring's first slots
+    int32_t entries = 0;          // min(next_pos, W): the slots in use (none empty before)
     Buffer<int32_t> dev_pos;      // [W]
     std::vector<int32_t> pos;     // [W], the host mirror
     int32_t next_pos = 0;
-    size_t bytes() const { return pos.size() * (2 * kv.entry_bytes() + 4); }
+    size_t bytes() const {
+      return static_cast<size_t>(entries) * 2 * kv.entry_bytes() + pos.size() * 4;
+    }
   };
   // Copies the ring into *s (allocated on first use, in the cache's Memory).
   Status SaveTo(Snapshot* s) const;
   // Puts the ring back as *s holds it. The storage does not move (a recorded step stays valid).
   Status RestoreFrom(const Snapshot& s);
+  // Makes this ring (same shape, dtype and Memory) a copy of src (prefix reuse: a sequence
+  // branching from a kept cache that stays kept).
+  Status CopyFrom(const RingKvCache& src);
+  // Keeping positions [0, n) needs every position the window at n sees: true for n ==
+  // next_pos(), and for any n while the ring has not wrapped (next_pos() <= W, nothing evicted).
+  bool CanTruncate(int32_t n) const {
+    return n == next_pos_ || (n >= 0 && n < next_pos_ && next_pos_ <= window_);
+  }
+  // Empties the slots of positions >= n (CanTruncate(n) must hold).
+  Status Truncate(int32_t n);
 
   int window() const { return window_; }
   int32_t next_pos() const { return next_pos_; }
@@ -61,6 +75,11 @@ class RingKvCache {
 
  private:
   KvWriteArgs Target(const float* k, const float* v, const int32_t* dev_pos, int64_t C);
+  // The ring as kv's first `entries` slots (the rest empty) with device positions dev_pos, or
+  // the host's pos when dev_pos is stale or null. RestoreFrom and CopyFrom.
+  Status Load(const KvRows& kv, int32_t entries, const Buffer<int32_t>* dev_pos,
+              const std::vector<int32_t>& pos, int32_t next_pos);
+  int32_t entries() const { return k_.empty() ? 0 : std::min(next_pos_, window_); }
 
   int window_, row_;  // row_ = nkv * hd values per entry
   Memory* memory_;

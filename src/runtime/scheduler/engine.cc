@@ -52,6 +52,8 @@ struct Engine::Active {
   // prompt again starts from these, without a forward pass).
   std::unique_ptr<KvSnapshot> snapshot;
   std::vector<float> snapshot_logits;
+  int32_t branch_at = 0;                // Resumed::branch
+  std::unique_ptr<KvSnapshot> branch;   // the cache at branch_at
   Clock::time_point arrival, prefill_done, last_token;
   bool got_first = false;
   GenerationStats stats;
@@ -308,8 +310,12 @@ void Engine::Admit(std::deque<Queued>& batch) {
     a->arrival = Clock::now();
     const int64_t want = static_cast<int64_t>(req.prompt.size()) + req.options.max_tokens;
     const int positions = static_cast<int>(std::min<int64_t>(want, options_.ctx_size));
-    int32_t cached = 0;
-    a->cache = TakeRetained(req.prompt, &cached, &a->snapshot, &a->snapshot_logits);
+    Resumed from = TakeRetained(req.prompt);
+    const int32_t cached = from.cached;
+    a->cache = std::move(from.cache);
+    a->snapshot = std::move(from.snapshot);
+    a->snapshot_logits = std::move(from.logits);
+    a->branch_at = from.branch;
     if (a->cache) {
       a->cache->set_max_context(positions);
       a->prefilled = static_cast<size_t>(cached);
@@ -412,70 +418,86 @@ size_t CommonPrefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b
 
 }  // namespace
 
-void Engine::TakeSnapshot(Active& a, const std::vector<float>& logits) {
-  if (!options_.prefix_reuse || a.snapshot) return;
+std::unique_ptr<KvSnapshot> Engine::SnapshotOf(const Active& a) const {
   auto snap = a.cache->Snapshot();
-  if (!snap.ok()) {
-    LogWarning("prefix reuse: no snapshot: " + snap.status().ToString());
-    return;
-  }
-  a.snapshot = std::move(*snap);
-  a.snapshot_logits = logits;
+  if (snap.ok()) return std::move(*snap);
+  LogWarning("prefix reuse: no snapshot: " + snap.status().ToString());
+  return nullptr;
 }
 
-std::unique_ptr<SequenceKvCache> Engine::TakeRetained(const std::vector<int32_t>& prompt,
-                                                      int32_t* cached,
-                                                      std::unique_ptr<KvSnapshot>* snapshot,
-                                                      std::vector<float>* logits) {
-  *cached = 0;
-  if (!options_.prefix_reuse || prompt.empty()) return nullptr;
+Engine::Resumed Engine::TakeRetained(const std::vector<int32_t>& prompt) {
+  Resumed out;
+  if (!options_.prefix_reuse || prompt.empty()) return out;
   const size_t P = prompt.size();
-  size_t best = retained_.size(), best_len = 0;
+  size_t best = retained_.size(), best_len = 0, branch = 0;
   for (size_t i = 0; i < retained_.size(); ++i) {
     const Retained& r = retained_[i];
     const size_t shared = CommonPrefix(r.ids, prompt);
     const size_t size = static_cast<size_t>(r.cache->size());
-    const size_t snap = r.snapshot ? static_cast<size_t>(r.snapshot->size()) : 0;
     // Without the prompt's last logits at least its last token must run.
     const size_t limit = std::min(shared, P - 1);
     size_t usable = 0;
-    if (r.snapshot && snap == P && shared >= P) {
+    if (r.snapshot && r.snapshot->size() == static_cast<int32_t>(P) && shared >= P) {
       usable = P;  // the same prompt again: its snapshot and logits
     } else if (limit >= size) {
       usable = size;  // the prompt goes on from where the cache ends: continue in place
-    } else if (r.snapshot && snap <= limit) {
-      usable = snap;
-    } else if (!r.cache->has_rings()) {
-      usable = limit;  // full layers alone truncate to any position
+    } else if (r.cache->CanTruncate(static_cast<int32_t>(limit))) {
+      usable = limit;  // full layers, and rings that have not wrapped, keep any prefix
+    } else {
+      for (const KvSnapshot* s : {r.snapshot.get(), r.branch.get()}) {
+        if (s != nullptr && static_cast<size_t>(s->size()) <= limit) {
+          usable = std::max(usable, static_cast<size_t>(s->size()));
+        }
+      }
     }
+    if (limit < size) branch = std::max(branch, limit);  // the prompt leaves it part way in
     if (usable > best_len) {
       best = i;
       best_len = usable;
     }
   }
-  if (best == retained_.size()) return nullptr;
-  Retained r = std::move(retained_[best]);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    retained_.erase(retained_.begin() + static_cast<std::ptrdiff_t>(best));
-    retained_bytes_ -= r.bytes;
-  }
+  if (branch > best_len && best_len < P) out.branch = static_cast<int32_t>(branch);
+  if (best == retained_.size()) return out;
   const int32_t len = static_cast<int32_t>(best_len);
-  Status st;
-  if (len < r.cache->size()) {
-    st = r.snapshot && r.snapshot->size() == len ? r.cache->Restore(*r.snapshot)
-                                                 : r.cache->Truncate(len);
+  Retained& kept = retained_[best];
+  if (len == kept.cache->size()) {
+    // The prompt goes on from the whole kept cache: it takes the cache over (what it keeps when
+    // it finishes holds all of this one).
+    Retained r = std::move(kept);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      retained_.erase(retained_.begin() + static_cast<std::ptrdiff_t>(best));
+      retained_bytes_ -= r.bytes;
+    }
+    out.cache = std::move(r.cache);
+    if (best_len == P) {  // the state at the prompt's end stays this sequence's snapshot
+      out.snapshot = std::move(r.snapshot);
+      out.logits = std::move(r.logits);
+    }
+  } else {
+    // It leaves part way in: a copy, put back into the prefix's state; the kept cache stays
+    // for the next prompt (requests sharing a system prompt, running together or not).
+    auto copy = kept.cache->Clone();
+    Status st = copy.ok() ? Status() : copy.status();
+    if (st.ok()) {
+      out.cache = std::move(*copy);
+      const KvSnapshot* at = nullptr;
+      for (const KvSnapshot* s : {kept.snapshot.get(), kept.branch.get()}) {
+        if (s != nullptr && s->size() == len) at = s;
+      }
+      st = at != nullptr ? out.cache->Restore(*at) : out.cache->Truncate(len);
+    }
+    if (!st.ok()) {
+      LogWarning("prefix reuse: " + st.ToString() + "; starting from an empty cache");
+      return Resumed{};
+    }
+    if (best_len == P) out.logits = kept.logits;
+    std::lock_guard<std::mutex> lock(mu_);  // most recently used
+    std::rotate(retained_.begin(), retained_.begin() + static_cast<std::ptrdiff_t>(best),
+                retained_.begin() + static_cast<std::ptrdiff_t>(best) + 1);
   }
-  if (!st.ok()) {
-    LogWarning("prefix reuse: " + st.ToString() + "; starting from an empty cache");
-    return nullptr;
-  }
-  *cached = len;
-  if (best_len == P) {  // the state at the prompt's end stays this sequence's snapshot
-    *snapshot = std::move(r.snapshot);
-    *logits = std::move(r.logits);
-  }
-  return std::move(r.cache);
+  out.cached = len;
+  return out;
 }
 
 void Engine::Retain(Active& a) {
@@ -484,13 +506,30 @@ void Engine::Retain(Active& a) {
     return;
   }
   Retained r;
-  r.bytes = a.cache->allocated_bytes() + (a.snapshot ? a.snapshot->bytes() : 0) +
-            a.snapshot_logits.size() * sizeof(float);
   r.cache = std::move(a.cache);
   r.ids = std::move(a.ids);
   r.snapshot = std::move(a.snapshot);
   r.logits = std::move(a.snapshot_logits);
+  r.branch = std::move(a.branch);
   std::lock_guard<std::mutex> lock(mu_);
+  // Kept caches this one holds all of (it ran from a copy of one) go, leaving it the snapshots
+  // it lacks: a ring's state at q depends only on the tokens before q.
+  for (auto it = retained_.begin(); it != retained_.end();) {
+    if (it->ids.size() > r.ids.size() ||
+        !std::equal(it->ids.begin(), it->ids.end(), r.ids.begin())) {
+      ++it;
+      continue;
+    }
+    if (!r.snapshot && it->snapshot) {
+      r.snapshot = std::move(it->snapshot);
+      r.logits = std::move(it->logits);
+    }
+    if (!r.branch && it->branch) r.branch = std::move(it->branch);
+    retained_bytes_ -= it->bytes;
+    it = retained_.erase(it);
+  }
+  r.bytes = r.cache->allocated_bytes() + (r.snapshot ? r.snapshot->bytes() : 0) +
+            (r.branch ? r.branch->bytes() : 0) + r.logits.size() * sizeof(float);
   retained_bytes_ += r.bytes;
   retained_.push_front(std::move(r));
   EvictRetained(reserved_bytes_, 0);  // within the budget beside the running ones
@@ -519,8 +558,11 @@ void Engine::Step() {
   for (auto& a : active_) {
     const size_t P = a->req.prompt.size();
     if (a->prefilled < P) {
-      const size_t n = std::min<size_t>(P - a->prefilled, static_cast<size_t>(budget));
+      size_t n = std::min<size_t>(P - a->prefilled, static_cast<size_t>(budget));
       if (n == 0) continue;  // the budget went to earlier prompts; next step
+      // A chunk ends at the branch point, for its snapshot.
+      const size_t branch = static_cast<size_t>(a->branch_at);
+      if (branch > a->prefilled && branch < a->prefilled + n) n = branch - a->prefilled;
       budget -= static_cast<int>(n);
       items.push_back({std::span<const int32_t>(a->req.prompt).subspan(a->prefilled, n),
                        static_cast<int32_t>(a->prefilled), a->cache.get(), true});
@@ -551,8 +593,12 @@ void Engine::Step() {
       a.ids.insert(a.ids.end(), items[i].ids.begin(), items[i].ids.end());
       a.prefilled += prefill_len[i];
       if (observer_) observer_->OnPromptTokens(static_cast<int64_t>(prefill_len[i]));
+      if (a.prefilled == static_cast<size_t>(a.branch_at)) a.branch = SnapshotOf(a);
       if (a.prefilled < a.req.prompt.size()) continue;  // more prompt to go
-      TakeSnapshot(a, logits);
+      if (options_.prefix_reuse && !a.snapshot) {
+        a.snapshot = SnapshotOf(a);
+        if (a.snapshot) a.snapshot_logits = logits;
+      }
       a.prefill_done = t1;
       a.stats.prefill_seconds = Seconds(a.arrival, t1);
     } else {

@@ -120,26 +120,35 @@ class Engine {
     std::vector<int32_t> ids;              // the tokens at positions [0, cache->size())
     std::unique_ptr<KvSnapshot> snapshot;  // the cache when its prompt was in, or null
     std::vector<float> logits;             // that prompt's last logits
-    size_t bytes = 0;                      // the cache's allocation and the snapshot's
+    std::unique_ptr<KvSnapshot> branch;    // the cache at its branch point (Resumed), or null
+    size_t bytes = 0;                      // the cache's allocation and the snapshots'
+  };
+  // Where a new sequence starts from the kept caches (TakeRetained).
+  struct Resumed {
+    std::unique_ptr<SequenceKvCache> cache;  // null: none shares a usable prefix
+    int32_t cached = 0;                      // the positions it holds
+    // The same prompt again: its last logits, and for a cache taken over its state there.
+    std::unique_ptr<KvSnapshot> snapshot;
+    std::vector<float> logits;
+    // Where the prompt leaves a kept cache part way in, past what could be resumed (0: no
+    // such point): the sequence keeps a snapshot there, so that the next prompt leaving at
+    // the same point (after a shared system prompt) resumes there once the rings have moved.
+    int32_t branch = 0;
   };
 
   void Loop();
   void Admit(std::deque<Queued>& batch);
   void Step();
   void Finish(Active& a, const std::string& reason);
-  // The kept cache sharing the longest usable prefix with `prompt`, taken out of retained_ and
-  // put back into that prefix's state (restored from its snapshot or truncated); *cached = the
-  // positions it holds. When that is the whole prompt (the same prompt again), *snapshot and
-  // *logits are the kept state at its end and its last logits. Null when none shares one
+  // A cache holding the longest usable prefix `prompt` shares with a kept cache: that cache
+  // taken out of retained_ when the prompt goes on from all of it, else a copy put back into
+  // the prefix's state (restored from a snapshot or truncated) while the kept one stays
   // (engine thread).
-  std::unique_ptr<SequenceKvCache> TakeRetained(const std::vector<int32_t>& prompt,
-                                                int32_t* cached,
-                                                std::unique_ptr<KvSnapshot>* snapshot,
-                                                std::vector<float>* logits);
+  Resumed TakeRetained(const std::vector<int32_t>& prompt);
   // Keeps a finished sequence's cache (engine thread).
   void Retain(Active& a);
-  // Keeps a's cache state and last logits once its prompt is in (prefix reuse).
-  void TakeSnapshot(Active& a, const std::vector<float>& logits);
+  // a's cache as it is now, or null (logged) when that fails (prefix reuse).
+  std::unique_ptr<KvSnapshot> SnapshotOf(const Active& a) const;
   // Samples a's next token from `logits`, tells its submitter, finishes it when that was the
   // last (engine thread).
   void Deliver(Active& a, const std::vector<float>& logits);

@@ -224,6 +224,10 @@ TEST(SequenceKvCacheTest, E2bOnlyFifteenLayersOwnACache) {
   EXPECT_EQ((*cache)->reserved_bytes(), (*cache)->ring_bytes() + 4096u * (*cache)->bytes_per_token());
   EXPECT_THAT((*cache)->Describe(), HasSubstr("15 of 35 layers"));
   EXPECT_THAT((*cache)->Describe(), HasSubstr("; f32;"));
+  // A context off a block boundary reserves the whole last block the full layers would allocate.
+  auto odd = SequenceKvCache::Create(KvLayouts(*config), 4097, HostMemory(), KvDtype::kF32, 16);
+  ASSERT_TRUE(odd.ok());
+  EXPECT_EQ((*odd)->reserved_bytes(), (*odd)->ring_bytes() + 4112u * (*odd)->bytes_per_token());
   EXPECT_FALSE(SequenceKvCache::Create(KvLayouts(*config), 0).ok());  // no room at all
   // bf16: half of every figure.
   auto half = SequenceKvCache::Create(KvLayouts(*config), 4096, HostMemory(), KvDtype::kBF16);
@@ -234,68 +238,111 @@ TEST(SequenceKvCacheTest, E2bOnlyFifteenLayersOwnACache) {
   EXPECT_THAT((*half)->Describe(), HasSubstr("; bf16; 6144 B/token"));
 }
 
+// The tiny preset's layers in one bf16 cache of 64 positions, each K/V value its position.
+struct TinyCache {
+  TinyCache() {
+    SyntheticOptions o;
+    o.preset = "tiny";
+    auto config = ParseGemma4Config(nlohmann::json::parse(SyntheticConfig(o)->dump()), nullptr);
+    EXPECT_TRUE(config.ok());
+    layouts = KvLayouts(*config);
+    auto c = SequenceKvCache::Create(layouts, 64, HostMemory(), KvDtype::kBF16);
+    EXPECT_TRUE(c.ok());
+    cache = std::move(*c);
+  }
+  int64_t RowOf(int layer) const {
+    const KvLayout& l = layouts[static_cast<size_t>(layer)];
+    return static_cast<int64_t>(l.n_kv_heads) * l.head_dim;
+  }
+  // Appends positions [from, to) to every layer that owns K/V of `c`.
+  void Append(SequenceKvCache& c, int32_t from, int32_t to) const {
+    for (int32_t p = from; p < to; ++p) {
+      ASSERT_TRUE(c.Reserve(&p, 1).ok());
+      for (const KvLayout& l : layouts) {
+        if (l.shared()) continue;
+        const std::vector<float> k = Row(static_cast<int>(RowOf(l.index)), static_cast<float>(p));
+        ASSERT_TRUE(c.Write(HostWrite(), l.index, k.data(), k.data(), &p, 1).ok());
+      }
+    }
+  }
+  // Reserves c's next position and checks every layer's view after writing it: exactly the
+  // positions [0, next) the layer can see (a ring its last window), each holding its value.
+  void ExpectHolds(SequenceKvCache& c, int32_t next) const {
+    ASSERT_EQ(c.size(), next);
+    ASSERT_TRUE(c.Reserve(&next, 1).ok());
+    for (const KvLayout& l : layouts) {
+      if (l.shared()) continue;
+      const int64_t row = RowOf(l.index);
+      const std::vector<float> k = Row(static_cast<int>(row), static_cast<float>(next));
+      auto view = c.Write(HostWrite(), l.index, k.data(), k.data(), &next, 1);
+      ASSERT_TRUE(view.ok());
+      std::map<int32_t, float> m;
+      for (int64_t s = 0; s < view->S; ++s) {
+        if (view->pos[s] >= 0 && view->pos[s] != next) {
+          m[view->pos[s]] = Bf16ToF32(view->k16[s * row]);
+        }
+      }
+      const int32_t first = l.sliding() ? std::max(0, next + 1 - l.window) : 0;
+      ASSERT_EQ(m.size(), static_cast<size_t>(next - first)) << "layer " << l.index;
+      for (const auto& [pos, value] : m) {
+        EXPECT_GE(pos, first);
+        EXPECT_EQ(value, static_cast<float>(pos)) << "layer " << l.index;
+      }
+    }
+  }
+
+  std::vector<KvLayout> layouts;
+  std::unique_ptr<SequenceKvCache> cache;
+};
+
 // Prefix reuse: a snapshot puts the rings back where they were (their older positions cannot be
 // rebuilt otherwise) and truncates the full layers; the sequence then continues from there.
 TEST(SequenceKvCacheTest, SnapshotRestoresTheRingsAndTruncatesTheFullLayers) {
-  SyntheticOptions o;
-  o.preset = "tiny";
-  auto config = ParseGemma4Config(nlohmann::json::parse(SyntheticConfig(o)->dump()), nullptr);
-  ASSERT_TRUE(config.ok());
-  auto cache = SequenceKvCache::Create(KvLayouts(*config), 64, HostMemory(), KvDtype::kBF16);
-  ASSERT_TRUE(cache.ok());
-  ASSERT_TRUE((*cache)->has_rings());
-  const std::vector<KvLayout> layouts = KvLayouts(*config);
-  // Appends positions [from, to) to every layer that owns K/V, each value = its position.
-  auto append = [&](int32_t from, int32_t to) {
-    for (int32_t p = from; p < to; ++p) {
-      ASSERT_TRUE((*cache)->Reserve(&p, 1).ok());
-      for (const KvLayout& l : layouts) {
-        if (l.shared()) continue;
-        const std::vector<float> k = Row(l.n_kv_heads * l.head_dim, static_cast<float>(p));
-        ASSERT_TRUE((*cache)->Write(HostWrite(), l.index, k.data(), k.data(), &p, 1).ok());
-      }
-    }
-  };
-  // What layer l's view holds after writing `next`: position -> its first K value, for the
-  // filled slots but next's.
-  auto held = [&](int layer, int32_t next) {
-    const std::vector<float> k = Row(layouts[static_cast<size_t>(layer)].n_kv_heads *
-                                         layouts[static_cast<size_t>(layer)].head_dim,
-                                     static_cast<float>(next));
-    auto view = (*cache)->Write(HostWrite(), layer, k.data(), k.data(), &next, 1);
-    std::map<int32_t, float> m;
-    const int64_t row = layouts[static_cast<size_t>(layer)].n_kv_heads *
-                        layouts[static_cast<size_t>(layer)].head_dim;
-    for (int64_t s = 0; view.ok() && s < view->S; ++s) {
-      if (view->pos[s] >= 0 && view->pos[s] != next) {
-        m[view->pos[s]] = Bf16ToF32(view->k16[s * row]);
-      }
-    }
-    return m;
-  };
-  append(0, 21);
-  auto snap = (*cache)->Snapshot();
+  TinyCache t;
+  SequenceKvCache& cache = *t.cache;
+  t.Append(cache, 0, 21);
+  auto snap = cache.Snapshot();
   ASSERT_TRUE(snap.ok());
   EXPECT_EQ((*snap)->size(), 21);
   EXPECT_GT((*snap)->bytes(), 0u);
-  append(21, 40);
-  EXPECT_FALSE((*cache)->Truncate(21).ok()) << "rings cannot be truncated";
-  ASSERT_TRUE((*cache)->Restore(**snap).ok());
-  EXPECT_EQ((*cache)->size(), 21);
-  // Every layer holds exactly what it held at 21: the ring its last window, the full layers
-  // positions 0..20 (the values of 21..39 are gone from the view).
-  int32_t p = 21;
-  ASSERT_TRUE((*cache)->Reserve(&p, 1).ok());
-  for (const KvLayout& l : layouts) {
-    if (l.shared()) continue;
-    const std::map<int32_t, float> m = held(l.index, 21);
-    const int32_t first = l.sliding() ? std::max(0, 22 - l.window) : 0;
-    ASSERT_EQ(m.size(), static_cast<size_t>(21 - first)) << "layer " << l.index;
-    for (const auto& [pos, value] : m) {
-      EXPECT_GE(pos, first);
-      EXPECT_EQ(value, static_cast<float>(pos)) << "layer " << l.index;
-    }
-  }
+  t.Append(cache, 21, 40);
+  EXPECT_FALSE(cache.CanTruncate(21));
+  EXPECT_FALSE(cache.Truncate(21).ok()) << "the rings have moved past 21";
+  ASSERT_TRUE(cache.Restore(**snap).ok());
+  // Every layer holds exactly what it held at 21 (the values of 21..39 are gone from the view).
+  t.ExpectHolds(cache, 21);
+}
+
+// A copy holds what the cache holds and goes its own way; rings that have not wrapped keep
+// any prefix, so both truncate there (the window is 8).
+TEST(SequenceKvCacheTest, CloneAndTruncateWhileTheRingsHaveNotWrapped) {
+  TinyCache t;
+  SequenceKvCache& cache = *t.cache;
+  t.Append(cache, 0, 6);
+  auto copy = cache.Clone();
+  ASSERT_TRUE(copy.ok()) << copy.status().ToString();
+  EXPECT_NE((*copy)->storage_id(), cache.storage_id());
+  EXPECT_EQ((*copy)->size(), 6);
+  auto at6 = cache.Snapshot();  // of the slots in use only
+  ASSERT_TRUE(at6.ok());
+  t.Append(cache, 6, 20);  // the original moves on and wraps; the copy is untouched
+  auto at20 = cache.Snapshot();
+  ASSERT_TRUE(at20.ok());
+  EXPECT_LT((*at6)->bytes(), (*at20)->bytes());
+  t.ExpectHolds(**copy, 6);
+  ASSERT_TRUE((*copy)->Truncate(3).ok());
+  t.ExpectHolds(**copy, 3);  // and continues from 3
+  t.Append(**copy, 4, 12);
+  t.ExpectHolds(**copy, 12);
+  // The original, wrapped: only its own size, and a copy of it holds the same.
+  EXPECT_FALSE(cache.CanTruncate(15));
+  EXPECT_TRUE(cache.CanTruncate(20));
+  auto again = cache.Clone();
+  ASSERT_TRUE(again.ok());
+  t.ExpectHolds(**again, 20);
+  t.ExpectHolds(cache, 20);
+  ASSERT_TRUE(cache.Restore(**at6).ok());  // the wrapped rings back to their first 6 slots
+  t.ExpectHolds(cache, 6);
 }
 
 TEST(SequenceKvCacheTest, StorageIdChangesExactlyWhenAViewWouldMove) {

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <thread>
+#include <tuple>
 
 #include "common/temp_path.h"
 #include "model/gemma4/synthetic.h"
@@ -335,7 +336,7 @@ TEST_F(EngineTest, PrefixReuseGivesTheTokensAFreshCacheGives) {
   for (int budget : {3, 64}) {
     for (int T : {W - 1, W, W + 1, 2 * W + 3}) {
       SCOPED_TRACE("T=" + std::to_string(T) + " budget=" + std::to_string(budget));
-      EngineOptions eo = Options(2, 256);
+      EngineOptions eo = Options(2, 1024);  // room for kept caches of one 256-position block
       eo.prefill_budget = budget;
       eo.prefix_reuse = false;
       Engine fresh(*model_, backend_, nullptr, eo);
@@ -417,6 +418,69 @@ TEST_F(EngineTest, PrefixReuseInABatchAlternatingSessionsAndEviction) {
   EXPECT_EQ(again.tokens, fa.tokens);
   EXPECT_LE(tight.Stats().retained_bytes, eo.kv_memory);
   tight.Shutdown(0ms);
+  fresh.Shutdown(0ms);
+}
+
+// A prompt branching part way into a kept cache gets a copy put back to the shared prefix (the
+// tiny model's rings, window 8, have not wrapped there) and the kept cache stays for the next
+// branch: branches running together and the same prompt twice at once all reuse it. Once the
+// rings have wrapped, a branch before the kept snapshot has no state to resume and runs fresh,
+// keeping a snapshot where it left, which the next prompt leaving there resumes from.
+TEST_F(EngineTest, PrefixReuseBranchesFromAKeptCacheThatStays) {
+  ASSERT_EQ(Window(*model_), 8);
+  EngineOptions eo = Options(2, 1024);  // room for a few kept caches of one 256-position block
+  eo.prefix_reuse = false;
+  Engine fresh(*model_, backend_, nullptr, eo);
+  eo.prefix_reuse = true;
+  Engine engine(*model_, backend_, nullptr, eo);
+  fresh.Start();
+  engine.Start();
+  const std::vector<int32_t> base = Prompt(4, 3);
+  auto branch = [&](int32_t a, int32_t b) {
+    std::vector<int32_t> p(base.begin(), base.begin() + 3);
+    p.push_back(a);
+    p.push_back(b);
+    return p;
+  };
+  EXPECT_EQ(RunOne(engine, base, 3).stats.cached_tokens, 0);  // kept: 4 + 2 positions
+  const std::vector<int32_t> b1 = branch(7, 9);
+  const GenerationResult r1 = RunOne(engine, b1, 4);
+  EXPECT_EQ(r1.tokens, RunOne(fresh, b1, 4).tokens);
+  EXPECT_EQ(r1.stats.cached_tokens, 3);
+  EXPECT_EQ(engine.Stats().retained_caches, 2);  // base's stayed beside b1's
+  // Two branches in one batch, then the same prompt twice in one batch.
+  for (const auto& [p, q, cached] :
+       {std::tuple{branch(11, 13), branch(17, 19), 3}, std::tuple{base, base, 4}}) {
+    EngineRequest ra, rb;
+    ra.prompt = p;
+    rb.prompt = q;
+    ra.options = rb.options = Greedy(4);
+    auto ha = engine.Submit(ra), hb = engine.Submit(rb);
+    ASSERT_TRUE(ha.ok() && hb.ok());
+    const GenerationResult ga = Wait(**ha), gb = Wait(**hb);
+    EXPECT_EQ(ga.tokens, RunOne(fresh, p, 4).tokens);
+    EXPECT_EQ(gb.tokens, RunOne(fresh, q, 4).tokens);
+    EXPECT_EQ(ga.stats.cached_tokens, cached);
+    EXPECT_EQ(gb.stats.cached_tokens, cached);
+  }
+  engine.Shutdown(0ms);
+
+  Engine wrapped(*model_, backend_, nullptr, eo);
+  wrapped.Start();
+  const std::vector<int32_t> longer = Prompt(12, 5);
+  RunOne(wrapped, longer, 3);  // kept: 14 positions, snapshot at 12
+  std::vector<int32_t> b4(longer.begin(), longer.begin() + 6);
+  b4.push_back(21);
+  const GenerationResult r4 = RunOne(wrapped, b4, 4);
+  EXPECT_EQ(r4.tokens, RunOne(fresh, b4, 4).tokens);
+  EXPECT_EQ(r4.stats.cached_tokens, 0);
+  // b4 kept a snapshot where it left `longer` (6): the next prompt leaving there resumes.
+  std::vector<int32_t> b5(longer.begin(), longer.begin() + 6);
+  b5.insert(b5.end(), {23, 25});
+  const GenerationResult r5 = RunOne(wrapped, b5, 4);
+  EXPECT_EQ(r5.tokens, RunOne(fresh, b5, 4).tokens);
+  EXPECT_EQ(r5.stats.cached_tokens, 6);
+  wrapped.Shutdown(0ms);
   fresh.Shutdown(0ms);
 }
 
