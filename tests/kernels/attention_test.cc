@@ -176,7 +176,9 @@ TEST_P(AttentionTest, MatchesRef) {
   const std::pair<int64_t, int64_t> heads[] = {{1, 1}, {4, 4}, {8, 2}, {6, 1}, {8, 1}, {5, 1}};
   // {1, 300}: decode over >= 256 slots with fewer (token, KV head) pairs than threads splits the
   // keys across threads and merges the softmax parts (some parts see no key with window 5).
-  const std::pair<int64_t, int64_t> ts[] = {{1, 37}, {5, 9}, {3, 64}, {1, 300}};
+  // {11, 150}: prefill over more than one key block of 64 runs token tiles of 8 (one full, one
+  // of 3) over the blocks (the last of 22 keys) with the softmax online.
+  const std::pair<int64_t, int64_t> ts[] = {{1, 37}, {5, 9}, {3, 64}, {1, 300}, {11, 150}};
   for (int64_t D : {1, 16, 17, 32, 256, 512}) {
     for (auto [H, KV] : heads) {
       for (auto [T, S] : ts) {
@@ -220,6 +222,23 @@ TEST(AttentionLong, DecodeOverLongCache) {
                      " bf16=" + std::to_string(bf16));
         EXPECT_LE(RunAndCompare(pool, Layout::kRing, s, true, 7, 0.0f, bf16), kTol);
         EXPECT_LE(RunAndCompare(pool, Layout::kPrefill, s, false, 8, 0.0f, bf16), kTol);
+      }
+    }
+  }
+}
+
+// Prefill chunks against a long cache at Gemma 4 head sizes: token tiles over many key blocks,
+// the running max growing from block to block.
+TEST(AttentionLong, PrefillOverLongCache) {
+  ThreadPool pool(2);
+  for (int64_t D : {256, 512}) {
+    for (int32_t window : {0, 512}) {
+      for (bool bf16 : {false, true}) {
+        const Shape s{37, 1500, 8, 1, D, window, 1.0f / std::sqrt(static_cast<float>(D))};
+        SCOPED_TRACE("D=" + std::to_string(D) + " window=" + std::to_string(window) +
+                     " bf16=" + std::to_string(bf16));
+        EXPECT_LE(RunAndCompare(pool, Layout::kPrefill, s, true, 9, 0.0f, bf16), kTol);
+        EXPECT_LE(RunAndCompare(pool, Layout::kRing, s, false, 10, 0.0f, bf16), kTol);
       }
     }
   }

@@ -186,7 +186,8 @@ RunFn AddServeCommand(CLI::App& app) {
   sub->add_option("--prefix-reuse", a->engine.prefix_reuse,
                   "Keep finished requests' KV caches (within --kv-memory) for later prompts that "
                   "start with their tokens: a chat's next turn continues its cache, the same "
-                  "prompt again starts from a snapshot (default true)");
+                  "prompt again starts from a snapshot, a prompt leaving one part way in (the "
+                  "same system prompt) from a copy of the shared part (default true)");
   sub->add_option("--kv-memory", a->kv_memory,
                   "Bytes the running sequences' KV caches may reserve together (e.g. 8G): a "
                   "request starts when its cache (prompt + max_tokens positions) fits and waits "

@@ -10,7 +10,8 @@
 // products 2 keys x up to 8 heads at a time (each K vector loaded once for the group's heads), a
 // two-pass f32 softmax (max, then exp) per head, and SIMD accumulation of the V rows in key
 // blocks with the heads' sums in registers, again shared by the group. Work items (token, KV
-// head, group) are split across the pool's threads; decode over a long cache splits the keys.
+// head, group) are split across the pool's threads; decode over a long cache splits the keys;
+// prefill over more than one key block runs tiles of tokens over key blocks, the softmax online.
 
 #include <algorithm>
 #include <cmath>
@@ -153,6 +154,63 @@ void WithHeads(int64_t n, const F& f) {
   }
 }
 
+// Scores of the heads g in [0, G) in passes of kPassHeads: p[g * p_stride + j] = dot(q_of(g),
+// K row vis[j]) for j in [0, nv).
+template <class KT, class QOf>
+void HeadScores(int64_t G, const QOf& q_of, const KT* kbase, int64_t kv_stride,
+                const int32_t* vis, int64_t nv, int64_t D, float* p, int64_t p_stride) {
+  const float* qs[kPassHeads];
+  for (int64_t g0 = 0; g0 < G; g0 += kPassHeads) {
+    const int64_t n = std::min(kPassHeads, G - g0);
+    for (int64_t g = 0; g < n; ++g) qs[g] = q_of(g0 + g);
+    WithHeads(n, [&](auto nh) {
+      Scores<decltype(nh)::value>(qs, kbase, kv_stride, vis, nv, D, p + g0 * p_stride, p_stride);
+    });
+  }
+}
+
+// o_of(g) += sum_j p[g * p_stride + j] * V row vis[j] for the heads g in [0, G), in passes.
+template <class KT, class OOf>
+void HeadValues(int64_t G, const float* p, int64_t p_stride, const KT* vbase, int64_t kv_stride,
+                const int32_t* vis, int64_t nv, int64_t D, const OOf& o_of) {
+  float* os[kPassHeads];
+  for (int64_t g0 = 0; g0 < G; g0 += kPassHeads) {
+    const int64_t n = std::min(kPassHeads, G - g0);
+    for (int64_t g = 0; g < n; ++g) os[g] = o_of(g0 + g);
+    WithHeads(n, [&](auto nh) {
+      AccumulateV<decltype(nh)::value>(p + g0 * p_stride, p_stride, vbase, kv_stride, vis, nv,
+                                       D, os);
+    });
+  }
+}
+
+// p[i] *= scale for i in [0, n); returns their max.
+float ScaleScores(float* p, int64_t n, float scale) {
+  float max_s = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < n; ++i) {
+    p[i] *= scale;
+    max_s = std::max(max_s, p[i]);
+  }
+  return max_s;
+}
+
+// p[i] = exp(p[i] - max_s) in SIMD; returns their sum in f64 (O(n), cheap next to the dots).
+double ExpScores(float* p, int64_t n, float max_s) {
+  const DF df;
+  Transform2(df, p, p, n, p, [max_s](DF d, VF sv, VF) HWY_ATTR {
+    return hn::Exp(d, hn::Sub(sv, hn::Set(d, max_s)));
+  });
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += p[i];
+  return sum;
+}
+
+// x[0, n) *= f.
+void ScaleRow(float* x, int64_t n, float f) {
+  const DF df;
+  Transform2(df, x, x, n, x, [f](DF d, VF v, VF) HWY_ATTR { return hn::Mul(v, hn::Set(d, f)); });
+}
+
 // Per-thread scratch, reused across calls so decode does not allocate per layer.
 struct Scratch {
   std::vector<int32_t> visible;  // [S] indices of the visible slots
@@ -205,38 +263,22 @@ void AttendKeys(const AttentionArgs& a, Kv<KT> kv, int64_t t, int64_t kvh, int64
   if (part) part->nv = nv;
   if (nv == 0) {
     if (!part) {
-      for (int64_t g = 0; g < G; ++g) std::memset(o_of(g), 0, static_cast<size_t>(D) * sizeof(float));
+      for (int64_t g = 0; g < G; ++g) {
+        std::memset(o_of(g), 0, static_cast<size_t>(D) * sizeof(float));
+      }
     }
     return;
   }
 
-  // Scores; p row g belongs to head h0 + g. Heads in passes of at most kPassHeads.
+  // Scores; p row g belongs to head h0 + g.
   float* p = scratch.p.data();
-  const float* qs[kPassHeads];
-  float* os[kPassHeads];
-  for (int64_t g0 = 0; g0 < G; g0 += kPassHeads) {
-    const int64_t n = std::min(kPassHeads, G - g0);
-    for (int64_t g = 0; g < n; ++g) qs[g] = q_of(g0 + g);
-    WithHeads(n, [&](auto nh) {
-      Scores<decltype(nh)::value>(qs, kbase, kv_stride, vis, nv, D, p + g0 * nv, nv);
-    });
-  }
-
-  // Per head: p = exp(s - max) in SIMD; the sum in f64 (O(S), cheap next to the O(S * D) dots).
-  const DF df;
+  HeadScores(G, q_of, kbase, kv_stride, vis, nv, D, p, nv);
+  // Per head: p = exp(s - max), its sum.
   double denom[64];  // heads per KV head never exceed this (checked by the caller)
   for (int64_t g = 0; g < G; ++g) {
     float* pg = p + g * nv;
-    float max_s = -std::numeric_limits<float>::infinity();
-    for (int64_t i = 0; i < nv; ++i) {
-      pg[i] *= a.scale;
-      max_s = std::max(max_s, pg[i]);
-    }
-    Transform2(df, pg, pg, nv, pg, [max_s](DF d, VF sv, VF) HWY_ATTR {
-      return hn::Exp(d, hn::Sub(sv, hn::Set(d, max_s)));
-    });
-    double sum = 0.0;
-    for (int64_t i = 0; i < nv; ++i) sum += pg[i];
+    const float max_s = ScaleScores(pg, nv, a.scale);
+    const double sum = ExpScores(pg, nv, max_s);
     denom[g] = sum;  // the max key has p = 1, so sum >= 1
     if (part) {
       part->m[g] = max_s;
@@ -244,22 +286,10 @@ void AttendKeys(const AttentionArgs& a, Kv<KT> kv, int64_t t, int64_t kvh, int64
     }
     std::memset(o_of(g), 0, static_cast<size_t>(D) * sizeof(float));
   }
-
   // o_g = sum_j p_gj v_j (/ denom_g), V rows shared by the group's heads.
-  for (int64_t g0 = 0; g0 < G; g0 += kPassHeads) {
-    const int64_t n = std::min(kPassHeads, G - g0);
-    for (int64_t g = 0; g < n; ++g) os[g] = o_of(g0 + g);
-    WithHeads(n, [&](auto nh) {
-      AccumulateV<decltype(nh)::value>(p + g0 * nv, nv, vbase, kv_stride, vis, nv, D, os);
-    });
-  }
+  HeadValues(G, p, nv, vbase, kv_stride, vis, nv, D, o_of);
   if (part) return;
-  for (int64_t g = 0; g < G; ++g) {
-    const float inv = static_cast<float>(1.0 / denom[g]);
-    float* o = o_of(g);
-    Transform2(df, o, o, D, o,
-               [inv](DF d, VF v, VF) HWY_ATTR { return hn::Mul(v, hn::Set(d, inv)); });
-  }
+  for (int64_t g = 0; g < G; ++g) ScaleRow(o_of(g), D, static_cast<float>(1.0 / denom[g]));
 }
 
 // Sizes the calling thread's scratch for S keys and groups of `group_size` heads.
@@ -285,6 +315,74 @@ void AttendRange(const AttentionArgs& a, Kv<KT> kv, int64_t per_kv, int64_t grou
     const int64_t h0 = kvh * per_kv + gi * group_size;
     const int64_t h1 = std::min(kvh * per_kv + per_kv, h0 + group_size);
     if (h0 < h1) AttendKeys(a, kv, t, kvh, h0, h1, 0, a.S, scratch, nullptr);
+  }
+}
+
+// Prefill over a long cache, flash-attention style: the keys in blocks of kKeyBlock, each
+// block's K and V rows brought in once for a tile of kTokenTile tokens (they stay in L2 while
+// the tile's tokens use them), the softmax online: per (token, head) a running max m and sum l
+// beside the unnormalised output in a.out, rescaled when m grows. Attending token by token read
+// the whole cache from memory once per token: 128 MB per global layer and token of E2B at 32K.
+constexpr int64_t kKeyBlock = 64;
+constexpr int64_t kTokenTile = 8;
+
+// Tokens [t0, t1) and the query heads [h0, h1) of KV head kvh (h1 - h0 <= 64), over all slots.
+template <class KT>
+void AttendTokenTile(const AttentionArgs& a, Kv<KT> kv, int64_t t0, int64_t t1, int64_t kvh,
+                     int64_t h0, int64_t h1, Scratch& scratch) {
+  const int64_t D = a.head_dim, G = h1 - h0;
+  const int64_t kv_stride = a.n_kv_heads * D;
+  const KT* kbase = kv.k + kvh * D;  // k, v: [S, n_kv_heads, D], column kvh
+  const KT* vbase = kv.v + kvh * D;
+  // q, out: [T, H, D]; head h0 + g of token t.
+  auto row = [&](int64_t t, int64_t g) { return (t * a.n_heads + h0 + g) * D; };
+  float m[kTokenTile][64];
+  double l[kTokenTile][64];
+  for (int64_t t = t0; t < t1; ++t) {
+    for (int64_t g = 0; g < G; ++g) {
+      m[t - t0][g] = -std::numeric_limits<float>::infinity();
+      l[t - t0][g] = 0.0;
+      std::memset(a.out + row(t, g), 0, static_cast<size_t>(D) * sizeof(float));
+    }
+  }
+  int32_t* vis = scratch.visible.data();
+  float* p = scratch.p.data();  // [G, kKeyBlock]
+  for (int64_t b0 = 0; b0 < a.S; b0 += kKeyBlock) {
+    const int64_t b1 = std::min(a.S, b0 + kKeyBlock);
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t qp = a.q_pos[t];
+      int64_t nv = 0;
+      for (int64_t s = b0; s < b1; ++s) {
+        const int64_t kp = a.k_pos[s];
+        if (kp >= 0 && kp <= qp && (a.window <= 0 || qp - kp < a.window)) {
+          vis[nv++] = static_cast<int32_t>(s);
+        }
+      }
+      if (nv == 0) continue;
+      HeadScores(G, [&](int64_t g) { return a.q + row(t, g); }, kbase, kv_stride, vis, nv, D, p,
+                 kKeyBlock);
+      for (int64_t g = 0; g < G; ++g) {
+        float* pg = p + g * kKeyBlock;
+        const float block_max = ScaleScores(pg, nv, a.scale);
+        float& mg = m[t - t0][g];
+        if (block_max > mg) {  // the earlier part is rescaled to the new max (0 before any)
+          const float f = std::exp(mg - block_max);
+          l[t - t0][g] *= f;
+          ScaleRow(a.out + row(t, g), D, f);
+          mg = block_max;
+        }
+        l[t - t0][g] += ExpScores(pg, nv, mg);
+      }
+      HeadValues(G, p, kKeyBlock, vbase, kv_stride, vis, nv, D,
+                 [&](int64_t g) { return a.out + row(t, g); });
+    }
+  }
+  // o / l; a query that saw no key keeps its zeros.
+  for (int64_t t = t0; t < t1; ++t) {
+    for (int64_t g = 0; g < G; ++g) {
+      const double sum = l[t - t0][g];
+      if (sum != 0.0) ScaleRow(a.out + row(t, g), D, static_cast<float>(1.0 / sum));
+    }
   }
 }
 
@@ -369,6 +467,19 @@ void Attend(ThreadPool& pool, const AttentionArgs& a, Kv<KT> kv) {
   // Decode over a long cache with fewer (token, KV head) pairs than threads: split the keys.
   if (items_per_group < pool.size() && a.S >= 256) {
     AttendSplitKeys(pool, a, kv, per_kv);
+    return;
+  }
+  // Prefill over more than one key block: token tiles, each reading a block once.
+  if (a.T > 1 && a.S > kKeyBlock) {
+    const int64_t tiles = (a.T + kTokenTile - 1) / kTokenTile;
+    pool.ParallelFor(tiles * n_kv, 1, [&](int64_t begin, int64_t end) {
+      Scratch& scratch = ScratchFor(kKeyBlock, per_kv);
+      for (int64_t i = begin; i < end; ++i) {
+        const int64_t tile = i / n_kv, kvh = i % n_kv;
+        AttendTokenTile(a, kv, tile * kTokenTile, std::min(a.T, (tile + 1) * kTokenTile), kvh,
+                        kvh * per_kv, (kvh + 1) * per_kv, scratch);
+      }
+    });
     return;
   }
   // Otherwise split each KV head's query heads into just enough groups to give every thread
