@@ -33,7 +33,11 @@ namespace {
 // What runs now, for the crash message ("seed FILE mutant K"); written before each input.
 char g_current[1024] = "(nothing yet)";
 
+// Once: both ASan's death callback and the SIGABRT it raises after it land here.
 void SayCurrent() {
+  static volatile sig_atomic_t said = 0;
+  if (said) return;
+  said = 1;
   const char head[] = "\nfuzz replay: crashed on ";
   (void)!write(2, head, sizeof(head) - 1);
   (void)!write(2, g_current, std::strlen(g_current));
