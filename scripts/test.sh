@@ -19,9 +19,9 @@
 #         CI machines have no GPU, so this is what keeps the device code honest between GPU runs
 # Pick stages with G4_CI_STAGES (default "main asan tsan emu"), e.g. G4_CI_STAGES=main.
 # Time budget: CI stops the whole run at 90 minutes, and these machines differ up to 3x in
-# build speed. With G4_CI_BUDGET_S (default 4800 s when env CI is set: the 90 minutes less the
-# setup and a margin; unset otherwise, no limit) a stage after main starts only if its estimate
-# fits in what is left: a multiple of the main stage's own time on this machine (STAGE_COST).
+# build speed. Within G4_CI_BUDGET_S (default 4800 s: the 90 minutes less the setup and a
+# margin; 0: no limit) a stage after main starts only if its estimate fits in what is left: a
+# multiple of the main stage's own time on this machine (STAGE_COST).
 # A stage left out for time says so ("ci: NAME: SKIPPED ...") and is listed in the last lines.
 # Extra arguments go to the main stage's ctest. Golden-logit tests read ../shared/golden
 # when it exists beside the repo. The sanitizer builds never compile CUDA (-DG4_CUDA=OFF).
@@ -33,7 +33,7 @@ total_passed=0
 total_failed=0
 timing=""  # "main 512 s, asan ..." for the closing lines: CI has a 90-minute limit
 skipped=""
-BUDGET="${G4_CI_BUDGET_S:-$([[ -n "${CI:-}" ]] && echo 4800)}"
+BUDGET="${G4_CI_BUDGET_S:-4800}"
 # Each stage's time as a multiple of main's (build + tests), rounded up from a clean-clone run
 # on a 2-core AVX2 VM (2026-12-05: main 1820 s, asan 1701, tsan 780, emu 699; fuzz is older).
 declare -A STAGE_COST=([asan]=1.0 [tsan]=0.5 [emu]=0.45 [fuzz]=0.5)
@@ -43,7 +43,7 @@ main_seconds=0
 # before main has run).
 fits() {
   local stage="$1"
-  [[ -z "$BUDGET" || $main_seconds -eq 0 || -z "${STAGE_COST[$stage]:-}" ]] && return 0
+  [[ $BUDGET -eq 0 || $main_seconds -eq 0 || -z "${STAGE_COST[$stage]:-}" ]] && return 0
   local need left
   need=$(awk -v m="$main_seconds" -v c="${STAGE_COST[$stage]}" 'BEGIN { printf "%d", m * c }')
   left=$((BUDGET - SECONDS))
