@@ -127,16 +127,19 @@ bool CollectFiles(const std::vector<std::string>& paths, std::vector<std::string
       files.push_back(p);
       continue;
     }
-    std::vector<std::string> in_dir;
-    if (DIR* d = opendir(p.c_str())) {
-      while (dirent* e = readdir(d)) {
-        const std::string f = p + "/" + e->d_name;
-        if (e->d_name[0] != '.' && stat(f.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
-          in_dir.push_back(f);
-        }
-      }
-      closedir(d);
+    DIR* d = opendir(p.c_str());
+    if (d == nullptr) {
+      std::fprintf(stderr, "fuzz replay: cannot list %s\n", p.c_str());
+      return false;
     }
+    std::vector<std::string> in_dir;
+    while (dirent* e = readdir(d)) {
+      const std::string f = p + "/" + e->d_name;
+      if (e->d_name[0] != '.' && stat(f.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+        in_dir.push_back(f);
+      }
+    }
+    closedir(d);
     std::sort(in_dir.begin(), in_dir.end());
     files.insert(files.end(), in_dir.begin(), in_dir.end());
   }
@@ -186,12 +189,15 @@ int main(int argc, char** argv) {
   signal(SIGSEGV, OnSignal);
   signal(SIGFPE, OnSignal);
 
+  // Each seed's bytes, and its mutants' RNG base: the hash of its file name.
   std::vector<std::vector<uint8_t>> seeds(files.size());
+  std::vector<uint64_t> seed_hash(files.size());
   for (size_t i = 0; i < files.size(); ++i) {
     if (!ReadFile(files[i], seeds[i])) {
       std::fprintf(stderr, "fuzz replay: cannot read %s\n", files[i].c_str());
       return 2;
     }
+    seed_hash[i] = Hash(files[i].substr(files[i].find_last_of('/') + 1));
   }
   long runs = 0;
   if (only_mutant < 0) {
@@ -212,8 +218,7 @@ int main(int argc, char** argv) {
       break;
     }
     for (size_t i = 0; i < files.size(); ++i) {
-      const std::string name = files[i].substr(files[i].find_last_of('/') + 1);
-      Rng rng{Hash(name) ^ static_cast<uint64_t>(k)};
+      Rng rng{seed_hash[i] ^ static_cast<uint64_t>(k)};
       std::snprintf(g_current, sizeof(g_current), "seed %s mutant %ld (--only %s --mutant %ld)",
                     files[i].c_str(), k, files[i].c_str(), k);
       Run(Mutate(seeds[i], rng));
