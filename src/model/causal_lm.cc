@@ -9,7 +9,9 @@ namespace {
 uint64_t DecodeBytes(const WeightEntry& w) {
   const TensorView& v = *w.view;
   if (w.gathered) return v.nbytes() / static_cast<uint64_t>(v.dim(0));
-  return v.nbytes() + v.scale_nbytes();
+  const uint64_t all = v.nbytes() + v.scale_nbytes();
+  if (w.experts_read > 0) return all / static_cast<uint64_t>(v.dim(0)) * w.experts_read;
+  return all;
 }
 
 }  // namespace
@@ -59,7 +61,10 @@ std::string WeightDTypes(const CausalLM& model) {
 double LinearFlopsPerToken(const CausalLM& model) {
   double flops = 0;
   for (const WeightEntry& w : model.Weights()) {
-    if (w.linear && w.view && !w.view->empty()) {
+    if (w.view && !w.view->empty() && w.experts_read > 0) {  // [E, N, K]: k of the E
+      flops += 2.0 * static_cast<double>(w.experts_read) * static_cast<double>(w.view->dim(1)) *
+               static_cast<double>(w.view->dim(2));
+    } else if (w.linear && w.view && !w.view->empty()) {
       flops += 2.0 * static_cast<double>(w.view->dim(0)) * static_cast<double>(w.view->dim(1));
     }
   }

@@ -56,6 +56,8 @@ struct WeightEntry {
   const TensorView* view = nullptr;
   bool gathered = false;  // an embedding table: one row per token is read, not the whole
   bool linear = false;    // a matmul weight: 2 * N * K flops per row
+  // An [E, N, K] stack of experts of which a token reads this many (MoE); 0: not experts.
+  int64_t experts_read = 0;
 };
 
 class CausalLM {
@@ -116,14 +118,16 @@ class CausalLM {
 };
 
 // Bytes of weights one decode step reads: every weight the forward pass streams (linears,
-// norms, the LM head as bound), plus one row of each embedding table (a gather, not a stream).
+// norms, the LM head as bound), plus one row of each embedding table (a gather, not a stream)
+// and, of an MoE layer's experts, the top-k a token chooses.
 // Quantized tensors count their packed bytes and scales.
 uint64_t DecodeWeightBytes(const CausalLM& model);
 // The same bytes by storage ("int4g32/bf16" -> bytes); the head's key ends in " (lm head)".
 std::map<std::string, uint64_t> DecodeBytesByStorage(const CausalLM& model);
 // "bf16", "f32", or e.g. "bf16+int4g32/bf16" when the checkpoint mixes storages.
 std::string WeightDTypes(const CausalLM& model);
-// 2 * N * K summed over the linears (the head excluded): flops per token of the matmuls.
+// 2 * N * K summed over the linears (the head excluded; MoE experts: the top-k chosen): flops
+// per token of the matmuls.
 double LinearFlopsPerToken(const CausalLM& model);
 // The layers that own K/V.
 int NumKvOwningLayers(const ModelInfo& info);

@@ -55,6 +55,11 @@ struct ModelConfig {
   int num_kv_shared_layers = 0;    // Gemma 4 E2B/E4B
   int ple_width = 0;                // hidden_size_per_layer_input; 0 = no PLE
   int ple_vocab = 0;                // vocab_size_per_layer_input
+  // Mixture of experts (Gemma 4 26B-A4B, spec §2.7): every layer runs num_experts experts of
+  // width moe_intermediate_size beside its dense MLP, top_k_experts per token. 0: none.
+  int num_experts = 0;
+  int top_k_experts = 0;
+  int moe_intermediate_size = 0;
   int sliding_window = 0;
   double rms_norm_eps = 1e-6;
   double final_logit_softcap = 0.0;  // 0 = none
@@ -78,6 +83,7 @@ struct ModelConfig {
   // every pair; proportional zeroes pairs j >= int(p * d / 2) and keeps d (not the rotated
   // width) in the exponent.
   std::vector<float> InvFreq(const LayerConfig& l) const;
+  bool moe() const { return num_experts > 0; }
   int first_kv_shared_layer() const { return num_layers - num_kv_shared_layers; }
 };
 

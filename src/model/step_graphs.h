@@ -26,11 +26,12 @@ namespace g4 {
 struct ForwardWorkspace {
   explicit ForwardWorkspace(Memory& m)
       : ids(m), pos(m), inv_freq(m), h(m), ple(m), ple_table(m), a(m), o(m), q(m), attn(m),
-        gate(m), up(m), g(m), y(m), logits(m) {}
+        gate(m), up(m), g(m), y(m), logits(m), moe_logits(m), moe_out(m) {}
   Buffer<int32_t> ids, pos;                   // [R]
   Buffer<float> inv_freq;                     // every layer's RoPE frequencies
   bool inv_freq_loaded = false;
   Buffer<float> h, ple, ple_table, a, o, q, attn, gate, up, g, y, logits;
+  Buffer<float> moe_logits, moe_out;          // MoE layers: [R, experts], [R, H]
   std::vector<Buffer<float>> k, v;            // per layer that owns K/V: [R, nkv, hd]
 };
 

@@ -36,6 +36,7 @@ OpTable MakeRefTable() {
   t.kv_write = ref::KvWrite;
   t.residual_norm = ref::ResidualNorm;
   t.norm_rope = ref::NormRope;
+  t.moe = ref::Moe;
   return t;
 }
 
@@ -76,6 +77,7 @@ OpTable MakeCpuTable() {
   t.scale = cpu::Scale;
   t.residual_norm = ResidualNormOn<cpu::MatMul, cpu::ResidualNorm>;
   t.norm_rope = CpuNormRope;
+  t.moe = cpu::Moe;
   return t;
 }
 

@@ -18,6 +18,7 @@
 #include "ops/matmul.h"
 #include "ops/matmul_q8a.h"
 #include "ops/memory.h"
+#include "ops/moe.h"
 #include "ops/norm_rope.h"
 #include "ops/profiler.h"
 #include "ops/residual_norm.h"
@@ -63,6 +64,7 @@ struct OpTable {
   ResidualNormFn residual_norm = nullptr;
   NormRopeFn norm_rope = nullptr;
   PackWeightFn pack_weight = nullptr;  // null: weights are used as loaded
+  MoeFn moe = nullptr;  // null: the backend does not run MoE layers (Backend::Moe says so)
 };
 
 // The table of one backend. Ops a backend does not implement fall back to the ref kernel (the
@@ -153,6 +155,22 @@ class Backend {
                    float* out) {
     Timed(OpProfiler::kElementwise,
           [&] { ops_.gelu_mul(pool_, gate, up, R, n, up_stride, out); });
+  }
+  // Unimplemented (naming the backend) where the table has no MoE kernel.
+  Status Moe(const MoeArgs& args) {
+    if (ops_.moe == nullptr) {
+      return Unimplemented(std::string("the ") + BackendName(kind_) +
+                           " backend does not run mixture-of-experts layers yet (use --backend "
+                           "cpu)");
+    }
+    if (!Profiling()) {
+      ops_.moe(pool_, args);
+      return Status::Ok();
+    }
+    const auto t0 = OpProfiler::Clock::now();
+    ops_.moe(pool_, args);
+    profiler_->Record(profiler_->MatMulCategory(*args.gate_up), t0);
+    return Status::Ok();
   }
   void Softcap(float* x, int64_t n, float cap) {
     Timed(OpProfiler::kElementwise, [&] { ops_.softcap(pool_, x, n, cap); });

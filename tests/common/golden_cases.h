@@ -24,6 +24,10 @@ std::vector<GoldenCase> FindGoldenCases();
 // Raw little-endian float32 file; empty on error.
 std::vector<float> ReadF32File(const std::string& path);
 nlohmann::json ReadJson(const std::string& path);
+// A mixture-of-experts case (meta.json -> model.moe, written by scripts/make_reference.py).
+inline bool IsMoeCase(const nlohmann::json& meta) {
+  return meta.contains("model") && meta["model"].is_object() && meta["model"].contains("moe");
+}
 std::vector<int32_t> ReadIds(const std::string& path);
 
 }  // namespace g4::testing

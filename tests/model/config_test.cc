@@ -80,6 +80,33 @@ TEST(ConfigTest, KEqVUsesGlobalKvHeadsOnFullLayers) {
   EXPECT_EQ(c->ple_width, 0);
 }
 
+// make-model --preset 26b-a4b writes the released 26B-A4B text config (spec §1.2).
+TEST(ConfigTest, Preset26bA4bHasTheReleasedShapes) {
+  SyntheticOptions o;
+  o.preset = "26b-a4b";
+  auto c = ParseGemma4Config(json::parse(SyntheticConfig(o)->dump()), nullptr);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->vocab_size, 262144);
+  EXPECT_EQ(c->hidden_size, 2816);
+  EXPECT_EQ(c->num_layers, 30);
+  EXPECT_EQ(c->intermediate_size, 2112);
+  EXPECT_EQ(c->sliding_window, 1024);
+  EXPECT_EQ(c->num_experts, 128);
+  EXPECT_EQ(c->top_k_experts, 8);
+  EXPECT_EQ(c->moe_intermediate_size, 704);
+  EXPECT_EQ(c->ple_width, 0);
+  EXPECT_EQ(c->num_kv_shared_layers, 0);
+  int full = 0;
+  for (const LayerConfig& l : c->layers) {
+    EXPECT_EQ(l.n_heads, 16);
+    EXPECT_EQ(l.n_kv_heads, l.sliding() ? 8 : 2);
+    EXPECT_EQ(l.head_dim, l.sliding() ? 256 : 512);
+    EXPECT_EQ(l.has_v_proj, l.sliding());  // attention_k_eq_v
+    full += l.sliding() ? 0 : 1;
+  }
+  EXPECT_EQ(full, 5);  // (5S+1F) x 5
+}
+
 TEST(ConfigTest, DonorIsLastNonSharedLayerOfSameType) {
   using LT = LayerType;
   // S S F S S | S F S F : first shared = 5; donors: sliding -> 4, full -> 2.
@@ -107,14 +134,33 @@ TEST(ConfigTest, UnknownArchitectureIsRefused) {
   EXPECT_THAT(c.status().message(), HasSubstr("llama"));
 }
 
-TEST(ConfigTest, MoeIsRefusedAsNotSupportedYet) {
+TEST(ConfigTest, MoeFieldsAreReadAndChecked) {
   json cfg = E2bConfig();
-  cfg["text_config"]["enable_moe_block"] = true;
+  json& t = cfg["text_config"];
+  t["enable_moe_block"] = true;
+  t["num_experts"] = 128;
+  t["top_k_experts"] = 8;
+  t["moe_intermediate_size"] = 704;
   auto c = ParseGemma4Config(cfg, nullptr);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->moe());
+  EXPECT_EQ(c->num_experts, 128);
+  EXPECT_EQ(c->top_k_experts, 8);
+  EXPECT_EQ(c->moe_intermediate_size, 704);
+
+  t["top_k_experts"] = 129;  // more than there are experts
+  c = ParseGemma4Config(cfg, nullptr);
   ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.status().code(), StatusCode::kUnimplemented);
-  EXPECT_THAT(c.status().message(), HasSubstr("MoE"));
-  EXPECT_THAT(c.status().message(), HasSubstr("not supported yet"));
+  EXPECT_THAT(c.status().message(), HasSubstr("top_k_experts"));
+  EXPECT_THAT(c.status().message(), HasSubstr("129"));
+  t.erase("top_k_experts");
+  c = ParseGemma4Config(cfg, nullptr);
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("text_config.top_k_experts"));
+  t["enable_moe_block"] = false;  // the fields are ignored without the flag
+  c = ParseGemma4Config(cfg, nullptr);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_FALSE(c->moe());
 }
 
 TEST(ConfigTest, MissingAndMistypedFieldsAreNamed) {

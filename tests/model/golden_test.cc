@@ -73,6 +73,9 @@ TEST_P(GoldenTest, LogitsMatchReference) {
 
   Backend backend(p.backend, 0);
   if (!backend.status().ok()) GTEST_SKIP() << backend.status().message();  // cuda, no device
+  if (p.backend == BackendKind::kCuda && testing::IsMoeCase(meta)) {
+    GTEST_SKIP() << "MoE layers do not run on the CUDA backend yet";
+  }
   auto logits = (*model)->Forward(backend, ids);
   ASSERT_TRUE(logits.ok()) << logits.status().ToString();
   double max_diff = 0.0;

@@ -107,5 +107,60 @@ TEST(SyntheticTest, TextOnlyLayoutAndKEqVRun) {
   fs::remove_all(dir);
 }
 
+// The 26B-A4B features at toy size: the MoE block runs on ref and CPU alike, a decode token is
+// counted as reading k of the E experts, and a device load is refused with the reason.
+TEST(SyntheticTest, MoePresetRunsAndCountsOnlyTheChosenExperts) {
+  const fs::path dir = TempCase("26b_a4b_like");
+  SyntheticOptions o;
+  o.preset = "26b-a4b-like";
+  o.dtype = DType::kBF16;
+  ASSERT_TRUE(WriteSyntheticCheckpoint(o, dir.string()).ok());
+  auto m = Gemma4Model::Load(dir.string());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const ModelConfig& c = (*m)->config();
+  ASSERT_TRUE(c.moe());
+  Backend cpu(BackendKind::kCpu, 2), ref(BackendKind::kRef, 1);
+  std::vector<int32_t> ids;
+  for (int i = 0; i < 21; ++i) ids.push_back((i * 37 + 2) % 1024);  // crosses window 16
+  auto a = (*m)->Forward(cpu, ids);
+  auto b = (*m)->Forward(ref, ids);
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status().ToString() << b.status().ToString();
+  double max_diff = 0, max_abs = 0;
+  for (size_t i = 0; i < a->size(); ++i) {
+    max_diff = std::max(max_diff, std::fabs(double((*a)[i]) - (*b)[i]));
+    max_abs = std::max(max_abs, std::fabs(double((*b)[i])));
+  }
+  EXPECT_LE(max_diff, 1e-3 * max_abs);
+  EXPECT_GT(max_abs, 0.1);
+
+  // Bytes per decode token: of each layer's [E, 2I, H] and [E, H, I] bf16 experts, k of E.
+  const int64_t E = c.num_experts, k = c.top_k_experts, I = c.moe_intermediate_size,
+                H = c.hidden_size, L = c.num_layers;
+  uint64_t experts_read = 0, experts_all = 0;
+  for (const WeightEntry& w : (*m)->Weights()) {
+    if (w.experts_read == 0) continue;
+    EXPECT_EQ(w.experts_read, k) << w.name;
+    experts_all += w.view->nbytes();
+  }
+  experts_read = experts_all / static_cast<uint64_t>(E) * static_cast<uint64_t>(k);
+  EXPECT_EQ(experts_all, static_cast<uint64_t>(L * E * 3 * I * H * 2));
+  uint64_t dense = 0;
+  for (const WeightEntry& w : (*m)->Weights()) {
+    if (w.experts_read == 0 && !w.gathered) dense += w.view->nbytes() + w.view->scale_nbytes();
+    if (w.gathered) dense += w.view->nbytes() / static_cast<uint64_t>(w.view->dim(0));
+  }
+  const TensorView& head = (*m)->lm_head();
+  EXPECT_EQ(DecodeWeightBytes(**m), dense + experts_read + head.nbytes() + head.scale_nbytes());
+
+  LoadOptions on_device;
+  on_device.device = true;
+  auto d = Gemma4Model::Load(dir.string(), on_device);
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(d.status().message().find("--backend cpu"), std::string::npos)
+      << d.status().message();
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace g4

@@ -18,9 +18,10 @@ namespace {
 namespace fs = std::filesystem;
 
 std::unique_ptr<CausalLM> LoadNamed(const std::string& name) {
-  if (name == "gemma3") {
+  if (name == "gemma3" || name == "gemma4-moe") {  // MoE: its sequences choose other experts
     auto m = LoadCausalLM(std::string(G4_SOURCE_DIR) +
-                          "/tests/data/hf-gemma3/hf-gemma3-270m-like");
+                          (name == "gemma3" ? "/tests/data/hf-gemma3/hf-gemma3-270m-like"
+                                            : "/tests/data/hf/hf-26b-a4b-like"));
     return m.ok() ? std::move(*m) : nullptr;
   }
   const fs::path dir = testing::ProcessTempPath("g4_batch_tiny");
@@ -113,7 +114,8 @@ TEST_P(ForwardBatchArchTest, EachSequenceMatchesItsSoloRun) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, ForwardBatchArchTest, ::testing::Values("gemma4", "gemma3"));
+INSTANTIATE_TEST_SUITE_P(Archs, ForwardBatchArchTest,
+                         ::testing::Values("gemma4", "gemma3", "gemma4-moe"));
 
 TEST(ForwardBatchTest, BatchWithoutCachesIsRefused) {
   auto model = LoadNamed("gemma4");

@@ -81,6 +81,14 @@ TEST_P(CachedVsFullTest, Bf16CacheIsChunkSizeIndependent) {
   auto model = SyntheticModel(GetParam());
   ASSERT_NE(model, nullptr);
   const ModelConfig& c = model->config();
+  if (c.moe()) {
+    // Routing is discontinuous: a bf16 rounding (or a chunk size's f32 rounding before it)
+    // that moves a router score across another changes an expert. On this random network
+    // that moved the logits by 0.73 max|logit| from the f32 full forward and by 0.25 between
+    // chunk sizes 1 and 16 (T = 80), so neither bound is meaningful; the f32 cache is held to
+    // the full forward above.
+    GTEST_SKIP() << "MoE: a bf16 rounding can change an expert choice";
+  }
   const int W = c.sliding_window;
   Backend backend(BackendKind::kCpu, 0);
   for (int T : {W - 1, W + 1, 2 * W + 3, 5 * W}) {
@@ -103,7 +111,8 @@ TEST_P(CachedVsFullTest, Bf16CacheIsChunkSizeIndependent) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Presets, CachedVsFullTest, ::testing::Values("tiny", "31b-like"));
+INSTANTIATE_TEST_SUITE_P(Presets, CachedVsFullTest,
+                         ::testing::Values("tiny", "31b-like", "26b-a4b-like"));
 
 // Every golden case with a greedy entry: prefill in chunks of 5, then 16 single-token greedy
 // steps through a cache storing `kv` reproduce meta.json's greedy ids exactly and
@@ -116,6 +125,11 @@ void ExpectGoldenGreedy(KvDtype kv, double tol_factor) {
     SCOPED_TRACE(gc.name);
     const auto meta = testing::ReadJson(gc.dir + "/meta.json");
     if (!meta.contains("greedy")) continue;
+    // Routing is discontinuous: a bf16 rounding that moves a router score across another
+    // changes an expert, and on these random networks that moves the logits by the difference
+    // of two random experts (hf-26b-a4b-like: 7x the fp32 tolerance by step 2, then another
+    // greedy id), so only the f32 cache is held to the MoE cases' continuations.
+    if (kv == KvDtype::kBF16 && testing::IsMoeCase(meta)) continue;
     auto model = LoadCausalLM(gc.dir);
     ASSERT_TRUE(model.ok()) << model.status().ToString();
     const double tol = meta["tolerance"]["fp32_engine"]["max_abs_diff"].get<double>();

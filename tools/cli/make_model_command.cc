@@ -15,6 +15,11 @@
 namespace g4::cli {
 namespace {
 
+// The 26B and 31B chat template (an empty thought block after the generation prompt).
+bool LargeModelTemplate(const std::string& preset) {
+  return preset == "31b-like" || preset == "26b-a4b" || preset == "26b-a4b-like";
+}
+
 int Fail(const Status& s) {
   LogError(s.ToString());
   return 1;
@@ -82,7 +87,7 @@ int RunGguf(MakeModelArgs& a) {
   if (!a.tokenizer.empty()) {
     auto src = ReadTokenizerJson(a.tokenizer);
     if (!src.ok()) return Fail(src.status());
-    auto made = MakeGemma4TokenizerFiles(**src, o.preset == "31b-like");
+    auto made = MakeGemma4TokenizerFiles(**src, LargeModelTemplate(o.preset));
     if (!made.ok()) return Fail(made.status().WithContext(a.tokenizer));
     files = std::move(*made);
     auto parsed = ParseTokenizerJson(files.tokenizer_json, a.tokenizer + " (as Gemma 4)");
@@ -138,7 +143,7 @@ int Run(MakeModelArgs& a) {
     std::error_code ec;
     std::filesystem::create_directories(a.out, ec);
     // The 26B/31B chat template adds an empty thought block to the generation prompt.
-    auto vocab = WriteGemma4TokenizerFiles(a.tokenizer, a.out, o.preset == "31b-like");
+    auto vocab = WriteGemma4TokenizerFiles(a.tokenizer, a.out, LargeModelTemplate(o.preset));
     if (!vocab.ok()) {
       LogError(vocab.status().ToString());
       return 1;
@@ -166,7 +171,8 @@ int Run(MakeModelArgs& a) {
 RunFn AddMakeModelCommand(CLI::App& app) {
   auto a = std::make_shared<MakeModelArgs>();
   CLI::App* sub = app.add_subcommand("make-model", "Write a synthetic Gemma 4 checkpoint");
-  sub->add_option("--preset", a->options.preset, "tiny | e2b | e4b | 31b-like");
+  sub->add_option("--preset", a->options.preset,
+                  "tiny | e2b | e4b | 31b-like | 26b-a4b | 26b-a4b-like");
   sub->add_option("--dtype", a->dtype, "bf16 | f32 | f16");
   sub->add_option("--seed", a->options.seed, "Seed of the random weights");
   sub->add_option("--out", a->out, "Output directory (--format gguf: the .gguf file)")->required();

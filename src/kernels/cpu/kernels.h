@@ -14,6 +14,7 @@
 #include "ops/gelu.h"
 #include "ops/matmul.h"
 #include "ops/matmul_q8a.h"
+#include "ops/moe.h"
 #include "ops/residual_norm.h"
 #include "ops/rms_norm.h"
 #include "ops/softcap.h"
@@ -64,5 +65,7 @@ void Embed(ThreadPool& pool, const TensorView& table, const int32_t* ids, int64_
 void Add(ThreadPool& pool, const float* a, const float* b, int64_t n, float* out);
 void Scale(ThreadPool& pool, float* x, int64_t n, float s);
 void ResidualNorm(ThreadPool& pool, const ResidualNormArgs& a);
+// Experts grouped by expert over cpu::MatMul (moe.cc).
+void Moe(ThreadPool& pool, const MoeArgs& a);
 
 }  // namespace g4::cpu

@@ -10,6 +10,7 @@
 #include "ops/kv_write.h"
 #include "ops/matmul.h"
 #include "ops/matmul_q8a.h"
+#include "ops/moe.h"
 #include "ops/norm_rope.h"
 #include "ops/residual_norm.h"
 #include "ops/rms_norm.h"
@@ -34,6 +35,7 @@ void Add(ThreadPool& pool, const float* a, const float* b, int64_t n, float* out
 void Scale(ThreadPool& pool, float* x, int64_t n, float s);
 void ResidualNorm(ThreadPool& pool, const ResidualNormArgs& a);
 void NormRope(ThreadPool& pool, const NormRopeArgs& args);
+void Moe(ThreadPool& pool, const MoeArgs& a);
 // Plain row copies (a bf16 cache: rounded per value): also the CPU backend's KvWrite (memcpy
 // has nothing left to vectorize; the bf16 rounding is a few ns per row next to the layer).
 void KvWrite(ThreadPool& pool, const KvWriteArgs& a);

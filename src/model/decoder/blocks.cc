@@ -32,8 +32,13 @@ Status DecoderPass::PreNorm(const TensorView& w) {
 
 void DecoderPass::Residual(const TensorView& proj, const float* in, const TensorView& post_norm,
                            float scale, const TensorView* next_norm) {
+  ResidualOf(&proj, in, post_norm, scale, next_norm);
+}
+
+void DecoderPass::ResidualOf(const TensorView* proj, const float* in, const TensorView& post_norm,
+                             float scale, const TensorView* next_norm) {
   ResidualNormArgs args;
-  args.proj = &proj;
+  args.proj = proj;
   args.proj_in = in;
   args.x = ws_.o.data();
   args.w = &post_norm;
@@ -152,7 +157,7 @@ Status DecoderPass::Attention(const LayerConfig& l, const LayerWeights& lw,
   return Status::Ok();
 }
 
-Status DecoderPass::Mlp(const LayerWeights& lw, float scale, const TensorView* next_norm) {
+Status DecoderPass::GeluGateUp(const LayerWeights& lw) {
   Buffer<float> &gate = ws_.gate, &up = ws_.up;
   G4_RETURN_IF_ERROR(gate.Allocate(Rows(R_ * lw.gate_proj.dim(0))));  // gate, up: [R, I]
   G4_RETURN_IF_ERROR(up.Allocate(gate.size()));
@@ -164,7 +169,42 @@ Status DecoderPass::Mlp(const LayerWeights& lw, float scale, const TensorView* n
   gate_up.count = 2;
   gate_up.gelu_gate = true;  // gate = gelu(gate) * up; up is scratch
   be_.GroupedMatMul(gate_up, ws_.a.data(), R_);
-  Residual(lw.down_proj, gate.data(), lw.post_ff_norm, scale, next_norm);
+  return Status::Ok();
+}
+
+Status DecoderPass::Mlp(const LayerWeights& lw, float scale, const TensorView* next_norm) {
+  G4_RETURN_IF_ERROR(GeluGateUp(lw));
+  Residual(lw.down_proj, ws_.gate.data(), lw.post_ff_norm, scale, next_norm);
+  return Status::Ok();
+}
+
+Status DecoderPass::MoeMlp(const LayerWeights& lw, int top_k, float scale,
+                           const TensorView* next_norm) {
+  const int64_t H = c_.hidden_size, E = lw.router_proj.dim(0);
+  Buffer<float> &o = ws_.o, &a = ws_.a;
+  G4_RETURN_IF_ERROR(GeluGateUp(lw));  // the dense branch, as in Mlp
+  be_.MatMul(lw.down_proj, ws_.gate.data(), R_, o.data());  // o: [R, H]
+  be_.RmsNorm(o.data(), lw.post_ff_norm_1, R_, H, eps_, o.data());
+  // The router reads the residual r = h: a is free once the dense branch has read it.
+  Buffer<float> &logits = ws_.moe_logits, &experts = ws_.moe_out;
+  G4_RETURN_IF_ERROR(logits.Allocate(Rows(R_ * E)));  // logits: [R, E]
+  G4_RETURN_IF_ERROR(experts.Allocate(Rows(R_ * H)));  // experts: [R, H]
+  be_.RmsNorm(ws_.h.data(), lw.router_scale, R_, H, eps_, a.data());
+  be_.MatMul(lw.router_proj, a.data(), R_, logits.data());
+  be_.RmsNorm(ws_.h.data(), lw.pre_ff_norm_2, R_, H, eps_, a.data());
+  MoeArgs moe;
+  moe.logits = logits.data();
+  moe.x = a.data();
+  moe.gate_up = &lw.experts_gate_up;
+  moe.down = &lw.experts_down;
+  moe.per_expert_scale = &lw.per_expert_scale;
+  moe.R = R_;
+  moe.top_k = top_k;
+  moe.out = experts.data();
+  G4_RETURN_IF_ERROR(be_.Moe(moe));
+  be_.RmsNorm(experts.data(), lw.post_ff_norm_2, R_, H, eps_, experts.data());
+  be_.Add(o.data(), experts.data(), R_ * H, o.data());
+  ResidualOf(nullptr, nullptr, lw.post_ff_norm, scale, next_norm);  // x = o
   return Status::Ok();
 }
 

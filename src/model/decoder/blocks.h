@@ -46,6 +46,11 @@ class DecoderPass {
   Status Attention(const LayerConfig& l, const LayerWeights& lw, const float* inv_freq);
   // h = (h + post_ff_norm(down(gelu(gate(a)) * up(a)))) * scale; a = next_norm(h) if given.
   Status Mlp(const LayerWeights& lw, float scale, const TensorView* next_norm);
+  // The MLP of a mixture-of-experts layer (Gemma 4 26B-A4B, spec §2.7), r = h on entry:
+  // m = post_ff_norm_1(down(gelu(gate(a)) * up(a))) + post_ff_norm_2(experts(pre_ff_norm_2(r)))
+  // routed on router_proj(rms(r) * router_scale); h = (r + post_ff_norm(m)) * scale;
+  // a = next_norm(h) if given.
+  Status MoeMlp(const LayerWeights& lw, int top_k, float scale, const TensorView* next_norm);
   // h = (h + post_norm(proj(in))) * scale; a = next_norm(h) if given (null: a is untouched).
   void Residual(const TensorView& proj, const float* in, const TensorView& post_norm, float scale,
                 const TensorView* next_norm);
@@ -56,6 +61,11 @@ class DecoderPass {
   Status RecordHidden(ForwardTrace* trace);
 
  private:
+  // ws.gate = gelu(gate_proj(a)) * up_proj(a): [R, I] (ws.up is scratch).
+  Status GeluGateUp(const LayerWeights& lw);
+  // Residual with proj, or (null) with the sub-block's output already in ws.o.
+  void ResidualOf(const TensorView* proj, const float* in, const TensorView& post_norm,
+                  float scale, const TensorView* next_norm);
   // Item b is a decode item: one row with its cache (its KV write folds into the norm op).
   bool DecodeItem(size_t b) const {
     return items_[b].cache != nullptr && row_begin_[b + 1] - row_begin_[b] == 1;

@@ -323,22 +323,36 @@ std::vector<WeightEntry> WeightEntries(const std::vector<TensorSlot>& slots) {
   std::vector<WeightEntry> out;
   for (const TensorSlot& s : slots) {
     if (s.role != TensorRole::kRequired || !s.view || s.view->empty()) continue;
-    out.push_back(WeightEntry{s.name, s.view, s.table(), s.linear()});
+    out.push_back(WeightEntry{s.name, s.view, s.table(), s.linear(), s.experts_read});
   }
   return out;
 }
 
-StatusOr<TensorView> OffsetCopy(const TensorView& t, float offset, ModelWeights* w) {
+namespace {
+
+// t * factor + offset as an owned f32 copy.
+StatusOr<TensorView> AffineCopy(const TensorView& t, float factor, float offset,
+                                ModelWeights* w) {
   if (t.quantized() || !IsFloat(t.dtype)) {
     return InvalidArgument("a norm weight must be a float tensor, not " + StorageName(t));
   }
   auto values = std::make_shared<std::vector<float>>(static_cast<size_t>(t.numel()));
   for (int64_t i = 0; i < t.numel(); ++i) {
-    (*values)[static_cast<size_t>(i)] = LoadAsF32(t.data, t.dtype, i) + offset;
+    (*values)[static_cast<size_t>(i)] = LoadAsF32(t.data, t.dtype, i) * factor + offset;
   }
   TensorView out(values->data(), DType::kF32, t.shape);
   w->owned.push_back(values);
   return out;
+}
+
+}  // namespace
+
+StatusOr<TensorView> OffsetCopy(const TensorView& t, float offset, ModelWeights* w) {
+  return AffineCopy(t, 1.0f, offset, w);
+}
+
+StatusOr<TensorView> ScaledCopy(const TensorView& t, float factor, ModelWeights* w) {
+  return AffineCopy(t, factor, 0.0f, w);
 }
 
 }  // namespace g4

@@ -34,6 +34,13 @@ struct LayerWeights {
   TensorView ple_proj;    // [H, P]
   TensorView ple_norm;    // [H]      post_per_layer_input_norm
   TensorView layer_scalar;  // [1]
+  // Gemma 4 MoE layers only (spec §2.7; empty elsewhere).
+  TensorView router_proj;          // [E, H]
+  TensorView router_scale;         // [H], loaded as router.scale * H^-0.5 (f32)
+  TensorView per_expert_scale;     // [E]
+  TensorView experts_gate_up;      // [E, 2 * I_moe, H]
+  TensorView experts_down;         // [E, H, I_moe]
+  TensorView pre_ff_norm_2, post_ff_norm_1, post_ff_norm_2;  // [H]
 };
 
 struct ModelWeights {
@@ -60,8 +67,11 @@ struct TensorSlot {
   TensorRole role = TensorRole::kRequired;
   TensorView* view = nullptr;  // where a bound tensor goes (null for kUnused)
   // What the tensor is, for binding rules and for initialising synthetic checkpoints.
-  enum class Init { kLinear, kNorm, kQkNorm, kEmbed, kPleEmbed, kPleGate, kLayerScalar } init =
-      Init::kLinear;
+  // kExperts: a float [E, N, K] stack of one linear per expert (MoE layers).
+  enum class Init {
+    kLinear, kNorm, kQkNorm, kEmbed, kPleEmbed, kPleGate, kLayerScalar, kExperts
+  } init = Init::kLinear;
+  int64_t experts_read = 0;  // kExperts: how many of the E experts a token reads (top-k)
 
   // A linear layer's [N, K] weight: the tensors a pack-quantized checkpoint may store quantized
   // (NAME minus ".weight" + ".weight_packed" / ".weight_scale" / ".weight_shape").
@@ -122,5 +132,7 @@ std::vector<WeightEntry> WeightEntries(const std::vector<TensorSlot>& slots);
 // alive by w->owned: Hugging Face Gemma 1-3 RMSNorm weights are stored as w with x * (1 + w)
 // computed at run time, which g4's RmsNorm (x * w) runs as x * (1 + w) stored.
 StatusOr<TensorView> OffsetCopy(const TensorView& t, float offset, ModelWeights* w);
+// The same with every element multiplied by `factor` (no offset).
+StatusOr<TensorView> ScaledCopy(const TensorView& t, float factor, ModelWeights* w);
 
 }  // namespace g4

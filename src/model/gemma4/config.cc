@@ -4,6 +4,7 @@
 
 #include "model/decoder/hf_config.h"
 #include "model/gemma4/gguf_config.h"
+#include "ops/moe.h"
 
 namespace g4 {
 namespace {
@@ -76,6 +77,25 @@ Status BuildLayers(const hf::Fields& f, ModelConfig* c) {
   return Status::Ok();
 }
 
+// enable_moe_block with num_experts, top_k_experts and moe_intermediate_size (spec §2.7).
+Status ParseMoe(const hf::Fields& f, const std::string& where, ModelConfig* c) {
+  G4_ASSIGN_OR_RETURN(const bool moe, f.BoolOr("enable_moe_block", false));
+  if (!moe) return Status::Ok();
+  G4_ASSIGN_OR_RETURN(c->num_experts, f.Int("num_experts"));
+  G4_ASSIGN_OR_RETURN(c->top_k_experts, f.Int("top_k_experts"));
+  G4_ASSIGN_OR_RETURN(c->moe_intermediate_size, f.Int("moe_intermediate_size"));
+  if (c->num_experts <= 0 || c->moe_intermediate_size <= 0 || c->top_k_experts <= 0 ||
+      c->top_k_experts > c->num_experts || c->top_k_experts > kMaxMoeTopK) {
+    return InvalidArgument(where + "enable_moe_block needs num_experts > 0, moe_intermediate_size"
+                           " > 0 and 0 < top_k_experts <= min(num_experts, " +
+                           std::to_string(kMaxMoeTopK) + "); got " +
+                           std::to_string(c->num_experts) + ", " +
+                           std::to_string(c->moe_intermediate_size) + ", " +
+                           std::to_string(c->top_k_experts));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<ModelConfig> ParseGemma4Config(const json& config, const json* generation_config,
@@ -103,11 +123,6 @@ StatusOr<ModelConfig> ParseGemma4Config(const json& config, const json* generati
   }
   c.model_type = top_type;
   hf::Fields f(*text, where);
-  G4_ASSIGN_OR_RETURN(const bool moe, f.BoolOr("enable_moe_block", false));
-  if (moe) {
-    return Unimplemented(where + "enable_moe_block: MoE checkpoints (Gemma 4 26B-A4B) are not "
-                         "supported yet");
-  }
   if (f.Has("hidden_activation") &&
       f.Get("hidden_activation") != json("gelu_pytorch_tanh")) {
     return Unimplemented(where + "hidden_activation " + f.Get("hidden_activation").dump() +
@@ -146,6 +161,7 @@ StatusOr<ModelConfig> ParseGemma4Config(const json& config, const json* generati
     return InvalidArgument(where + "num_kv_shared_layers (" + std::to_string(c.num_kv_shared_layers) +
                            ") must leave at least one layer that computes K/V");
   }
+  G4_RETURN_IF_ERROR(ParseMoe(f, where, &c));
   if (c.attention_k_eq_v && c.num_global_kv_heads == 0) c.num_global_kv_heads = c.num_kv_heads;
   if (c.ple_width > 0 && c.ple_vocab <= 0) {
     return InvalidArgument(where + "vocab_size_per_layer_input must be > 0 with PLE");

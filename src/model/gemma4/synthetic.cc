@@ -27,11 +27,14 @@ struct Preset {
   int heads, kv_heads, global_kv_heads, head_dim, global_head_dim, window, intermediate;
   bool double_wide, k_eq_v;
   int kv_shared, ple_dim;
+  int experts = 0, top_k = 0, moe_width = 0;  // MoE layers (26B-A4B): 0 experts = dense
 };
 
 // E2B and E4B are the released shapes exactly (spec §1.2); tiny is the golden TINY config
 // with the E2B pattern; 31b-like has the 31B features (k_eq_v global layers with their own KV
-// head count, no PLE, no KV sharing, 5:1) at a size that runs anywhere.
+// head count, no PLE, no KV sharing, 5:1) at a size that runs anywhere. 26b-a4b is the released
+// 26B-A4B (spec §1.2: 128 experts of 704, top-8, beside a dense MLP of 2112); 26b-a4b-like its
+// features at a size that runs anywhere (16 experts of 32, top-4).
 StatusOr<Preset> GetPreset(const std::string& name) {
   if (name == "tiny") return Preset{512, 64, 10, 5, 4, 1, 0, 16, 32, 8, 96, true, false, 4, 8};
   if (name == "e2b") {
@@ -41,7 +44,15 @@ StatusOr<Preset> GetPreset(const std::string& name) {
     return Preset{262144, 2560, 42, 6, 8, 2, 0, 256, 512, 512, 10240, false, false, 18, 256};
   }
   if (name == "31b-like") return Preset{1024, 256, 12, 6, 8, 4, 2, 32, 64, 16, 512, false, true, 0, 0};
-  return InvalidArgument("unknown preset '" + name + "' (expected tiny, e2b, e4b, 31b-like)");
+  if (name == "26b-a4b") {
+    return Preset{262144, 2816, 30, 6, 16, 8, 2, 256, 512, 1024, 2112, false, true, 0, 0,
+                  128, 8, 704};
+  }
+  if (name == "26b-a4b-like") {
+    return Preset{1024, 256, 12, 6, 8, 4, 2, 32, 64, 16, 128, false, true, 0, 0, 16, 4, 32};
+  }
+  return InvalidArgument("unknown preset '" + name +
+                         "' (expected tiny, e2b, e4b, 31b-like, 26b-a4b, 26b-a4b-like)");
 }
 
 // Counter-based generator: element i of a tensor is a pure function of (seed, name, i), so the
@@ -72,6 +83,7 @@ float InitValue(const TensorSlot& slot, int hidden, uint64_t bits) {
   using Init = TensorSlot::Init;
   switch (slot.init) {
     case Init::kLinear: return Normal(bits) / std::sqrt(static_cast<float>(slot.shape[1]));
+    case Init::kExperts: return Normal(bits) / std::sqrt(static_cast<float>(slot.shape[2]));
     case Init::kPleGate: return 0.25f * Normal(bits) / std::sqrt(static_cast<float>(hidden));
     case Init::kEmbed: return 2.0f * Normal(bits) / std::sqrt(static_cast<float>(hidden));
     case Init::kPleEmbed: return Normal(bits);
@@ -107,7 +119,7 @@ ordered_json TextConfig(const Preset& p) {
   t["attention_dropout"] = 0.0;
   t["attention_k_eq_v"] = p.k_eq_v;
   t["bos_token_id"] = 2;
-  t["enable_moe_block"] = false;
+  t["enable_moe_block"] = p.experts > 0;
   t["eos_token_id"] = 1;
   t["final_logit_softcapping"] = 30.0;
   t["global_head_dim"] = p.global_head_dim;
@@ -118,8 +130,10 @@ ordered_json TextConfig(const Preset& p) {
   t["intermediate_size"] = p.intermediate;
   t["layer_types"] = lt;
   t["max_position_embeddings"] = 131072;
+  if (p.experts > 0) t["moe_intermediate_size"] = p.moe_width;
   t["model_type"] = "gemma4_text";
   t["num_attention_heads"] = p.heads;
+  if (p.experts > 0) t["num_experts"] = p.experts;
   t["num_global_key_value_heads"] = p.k_eq_v ? ordered_json(p.global_kv_heads) : ordered_json();
   t["num_hidden_layers"] = p.layers;
   t["num_key_value_heads"] = p.kv_heads;
@@ -132,6 +146,7 @@ ordered_json TextConfig(const Preset& p) {
       {"sliding_attention", {{"rope_theta", 10000.0}, {"rope_type", "default"}}}};
   t["sliding_window"] = p.window;
   t["tie_word_embeddings"] = true;
+  if (p.experts > 0) t["top_k_experts"] = p.top_k;
   t["use_bidirectional_attention"] = nullptr;
   t["use_double_wide_mlp"] = p.double_wide;
   t["vocab_size"] = p.vocab;

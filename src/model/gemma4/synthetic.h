@@ -20,7 +20,7 @@
 namespace g4 {
 
 struct SyntheticOptions {
-  std::string preset = "tiny";  // tiny | e2b | e4b | 31b-like
+  std::string preset = "tiny";  // tiny | e2b | e4b | 31b-like | 26b-a4b | 26b-a4b-like
   DType dtype = DType::kBF16;   // F32 or BF16
   uint64_t seed = 0;
   // Overrides of the preset (unset = keep the preset's value).

@@ -171,6 +171,11 @@ Status WriteSyntheticGguf(const SyntheticOptions& o, const std::string& gguf_qua
   G4_ASSIGN_OR_RETURN(nlohmann::ordered_json config_json, SyntheticConfig(o));
   G4_ASSIGN_OR_RETURN(ModelConfig config,
                       ParseGemma4Config(nlohmann::json::parse(config_json.dump()), nullptr));
+  if (config.moe()) {
+    return Unimplemented("make-model: preset " + o.preset +
+                         " has MoE layers, which g4 does not read from GGUF yet (write it as "
+                         "safetensors)");
+  }
 
   GgufMetadata md;
   AddModelMetadata(config, o, FileType(gguf_quant, o.dtype), &md);

@@ -33,6 +33,24 @@ std::vector<TensorSlot> ListTensors(const ModelConfig& c, ModelWeights* w) {
       AddSlot(&s, p + "post_per_layer_input_norm.weight", {H}, v(&LayerWeights::ple_norm),
               Init::kNorm);
     }
+    if (c.moe()) {  // §2.7: the router and the experts beside the dense MLP
+      const int64_t E = c.num_experts, I = c.moe_intermediate_size;
+      AddSlot(&s, p + "pre_feedforward_layernorm_2.weight", {H}, v(&LayerWeights::pre_ff_norm_2),
+              Init::kNorm);
+      AddSlot(&s, p + "post_feedforward_layernorm_1.weight", {H},
+              v(&LayerWeights::post_ff_norm_1), Init::kNorm);
+      AddSlot(&s, p + "post_feedforward_layernorm_2.weight", {H},
+              v(&LayerWeights::post_ff_norm_2), Init::kNorm);
+      AddSlot(&s, p + "router.proj.weight", {E, H}, v(&LayerWeights::router_proj), Init::kLinear);
+      AddSlot(&s, p + "router.scale", {H}, v(&LayerWeights::router_scale), Init::kNorm);
+      AddSlot(&s, p + "router.per_expert_scale", {E}, v(&LayerWeights::per_expert_scale),
+              Init::kNorm);
+      AddSlot(&s, p + "experts.gate_up_proj", {E, 2 * I, H}, v(&LayerWeights::experts_gate_up),
+              Init::kExperts);
+      AddSlot(&s, p + "experts.down_proj", {E, H, I}, v(&LayerWeights::experts_down),
+              Init::kExperts);
+      s[s.size() - 1].experts_read = s[s.size() - 2].experts_read = c.top_k_experts;
+    }
     AddSlot(&s, p + "layer_scalar", {1}, v(&LayerWeights::layer_scalar), Init::kLayerScalar);
   }
   return s;

@@ -1,0 +1,95 @@
+// Moe: the routed experts of a Gemma 4 mixture-of-experts layer (26B-A4B, ../shared/spec/
+// gemma4.md §2.7), after the router's projection:
+//   p      = softmax(logits[r])                       over all E experts, f32
+//   top    = the k largest p (ties broken as torch.topk on the CPU: MoeRoute)
+//   w_e    = p_e / sum_top(p) * per_expert_scale[e]   for e in top
+//   out[r] = sum_e w_e * down[e] @ (gelu_tanh(gu_e[:I]) * gu_e[I:]),  gu_e = gate_up[e] @ x[r]
+// logits: [R, E] the router's scores; x: [R, H] the experts' input (pre_feedforward_layernorm_2
+// of the residual); gate_up: [E, 2I, H] (gate rows first, then up rows); down: [E, H, I];
+// per_expert_scale: [E]; out: [R, H], not overlapping the inputs. Weights are F32, BF16 or F16.
+// A kernel reads only the chosen experts' weights, each once per call (tokens grouped by
+// expert), so a decode step costs k experts and a prefill chunk at most every expert once.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+
+namespace g4 {
+
+inline constexpr int kMaxMoeTopK = 32;
+
+struct MoeArgs {
+  const float* logits = nullptr;             // [R, E]
+  const float* x = nullptr;                  // [R, H]
+  const TensorView* gate_up = nullptr;       // [E, 2I, H]
+  const TensorView* down = nullptr;          // [E, H, I]
+  const TensorView* per_expert_scale = nullptr;  // [E]
+  int64_t R = 0;
+  int top_k = 0;                             // 1..min(E, kMaxMoeTopK)
+  float* out = nullptr;                      // [R, H]
+
+  int64_t experts() const { return gate_up->dim(0); }
+  int64_t hidden() const { return gate_up->dim(2); }
+  int64_t width() const { return down->dim(2); }  // I
+};
+
+using MoeFn = void (*)(ThreadPool& pool, const MoeArgs& args);
+
+// Row r's routing (the first three lines above): ids[0..k) in descending probability and their
+// weights. Shared by every host kernel so that they choose the same experts.
+//
+// Ties: torch.topk on the CPU has no index rule; it runs libstdc++'s selection over (value,
+// index) pairs in index order, std::partial_sort when 64 k <= E, else std::nth_element at k - 1
+// then std::sort of the first k - 1 (ATen SortingKernel.cpp, topk_impl_loop), NaN first.
+// Doing the same on the same f32 probabilities chooses as transformers does when router logits
+// tie (torch 2.13 on 4 / 6 / 8 / 128 equal values, k = 2: {2, 3}, {3, 5}, {6, 5}, {0, 1}).
+inline void MoeRoute(const MoeArgs& a, int64_t r, int32_t* ids, float* weights) {
+  const int64_t E = a.experts();
+  const float* l = a.logits + r * E;
+  float m = l[0];
+  for (int64_t e = 1; e < E; ++e) m = std::max(m, l[e]);
+  double total = 0;
+  for (int64_t e = 0; e < E; ++e) total += std::exp(static_cast<double>(l[e]) - m);
+  using Entry = std::pair<float, int64_t>;  // (probability, expert)
+  std::vector<Entry> queue(static_cast<size_t>(E));
+  for (int64_t e = 0; e < E; ++e) {
+    queue[static_cast<size_t>(e)] = {
+        static_cast<float>(std::exp(static_cast<double>(l[e]) - m) / total), e};
+  }
+  const auto greater = [](const Entry& x, const Entry& y) {
+    return (std::isnan(x.first) && !std::isnan(y.first)) || x.first > y.first;
+  };
+  const int64_t k = a.top_k;
+  if (k * 64 <= E) {
+    std::partial_sort(queue.begin(), queue.begin() + k, queue.end(), greater);
+  } else {
+    std::nth_element(queue.begin(), queue.begin() + (k - 1), queue.end(), greater);
+    std::sort(queue.begin(), queue.begin() + (k - 1), greater);
+  }
+  // The renormalisation divides by the f32 sum of the chosen f32 probabilities, as torch does.
+  float top_sum = 0;
+  for (int64_t j = 0; j < k; ++j) top_sum += queue[static_cast<size_t>(j)].first;
+  for (int64_t j = 0; j < k; ++j) {
+    const Entry& c = queue[static_cast<size_t>(j)];
+    ids[j] = static_cast<int32_t>(c.second);
+    weights[j] = c.first / top_sum *
+                 LoadAsF32(a.per_expert_scale->data, a.per_expert_scale->dtype, c.second);
+  }
+}
+
+// Expert e's [rows, cols] matrix of a float [E, rows, cols] tensor, as a 2-D view.
+inline TensorView ExpertMatrix(const TensorView& t, int64_t e) {
+  const int64_t rows = t.dim(1), cols = t.dim(2);
+  const auto* base = static_cast<const uint8_t*>(t.data);
+  return TensorView(base + static_cast<size_t>(e * rows * cols) * DTypeSize(t.dtype), t.dtype,
+                    {rows, cols});
+}
+
+}  // namespace g4
