@@ -102,6 +102,20 @@ def _toy_text(n_sliding, **overrides):
     text.update(overrides)
     return text
 
+# The attention of the 31B and 26B-A4B at toy size: k_eq_v full layers with 1 KV head, 2 on the
+# sliding ones, window 8, no KV sharing, no PLE, as released (use_bidirectional_attention).
+LARGE_ATTENTION = dict(
+            num_key_value_heads=2,
+            num_global_key_value_heads=1,
+            sliding_window=8,
+            use_double_wide_mlp=False,
+            num_kv_shared_layers=0,
+            hidden_size_per_layer_input=0,
+            attention_k_eq_v=True,
+            use_bidirectional_attention="vision",
+            max_position_embeddings=262144,
+)
+
 CASES = {
     "hf-e2b-like": dict(
         layout="multimodal",
@@ -166,18 +180,7 @@ CASES = {
             "24-token prompt, MLP 64, use_bidirectional_attention 'vision' as released (text-only "
             "input is plain causal)."
         ),
-        text=_toy_text(
-            5,
-            num_key_value_heads=2,
-            num_global_key_value_heads=1,
-            sliding_window=8,
-            use_double_wide_mlp=False,
-            num_kv_shared_layers=0,
-            hidden_size_per_layer_input=0,
-            attention_k_eq_v=True,
-            use_bidirectional_attention="vision",
-            max_position_embeddings=262144,
-        ),
+        text=_toy_text(5, **LARGE_ATTENTION),
     ),
     "hf-26b-a4b-like": dict(
         layout="multimodal",
@@ -195,16 +198,8 @@ CASES = {
         ),
         text=_toy_text(
             5,
-            num_key_value_heads=2,
-            num_global_key_value_heads=1,
-            sliding_window=8,
+            **LARGE_ATTENTION,
             intermediate_size=32,
-            use_double_wide_mlp=False,
-            num_kv_shared_layers=0,
-            hidden_size_per_layer_input=0,
-            attention_k_eq_v=True,
-            use_bidirectional_attention="vision",
-            max_position_embeddings=262144,
             enable_moe_block=True,
             num_experts=8,
             top_k_experts=3,
