@@ -19,9 +19,16 @@ From a random model of the same structure but 256 wide (K-quant rows need 256 | 
   model-q4_k.gguf, model-q6_k.gguf
                                  linears Q4_K / Q6_K and the embedding Q6_K as random but valid
                                  blocks (gguf-py cannot quantize K-quants)
-For every file but f32, twin-NAME/{config.json, model.safetensors} holds the same model with the
-DEQUANTIZED weights in F32 (gguf.quants.dequantize), so g4(gguf) can be compared tightly with
-g4(twin).
+From the transformers MoE case tests/data/hf/hf-26b-a4b-like (26B-A4B layout: router, experts,
+k_eq_v):
+  moe-f32.gguf                   every tensor F32, experts as ffn_gate_up_exps / ffn_down_exps
+  moe-q8_0.gguf                  linears and expert stacks Q8_0 where the row length allows
+  moe-split-q4_0.gguf            llama.cpp's other layout, ffn_gate_exps + ffn_up_exps, Q4_0
+  bad-moe-used.gguf, bad-moe-missing.gguf
+                                 expert_used_count 9 of 8 experts; no blk.3.ffn_down_exps.weight
+For every file but the f32 ones, twin-NAME/{config.json, model.safetensors} holds the same model
+with the DEQUANTIZED weights in F32 (gguf.quants.dequantize), so g4(gguf) can be compared
+tightly with g4(twin).
 """
 import argparse
 import json
@@ -60,11 +67,22 @@ LAYER_NAMES = {
     "per_layer_projection.weight": "proj.weight",
     "post_per_layer_input_norm.weight": "post_norm.weight",
     "layer_scalar": "layer_output_scale.weight",
+    "router.proj.weight": "ffn_gate_inp.weight",
+    "router.scale": "ffn_gate_inp.scale",
+    "router.per_expert_scale": "ffn_down_exps.scale",
+    "experts.gate_up_proj": "ffn_gate_up_exps.weight",
+    "experts.gate_proj": "ffn_gate_exps.weight",
+    "experts.up_proj": "ffn_up_exps.weight",
+    "experts.down_proj": "ffn_down_exps.weight",
+    "pre_feedforward_layernorm_2.weight": "pre_ffw_norm_2.weight",
+    "post_feedforward_layernorm_1.weight": "post_ffw_norm_1.weight",
+    "post_feedforward_layernorm_2.weight": "post_ffw_norm_2.weight",
 }
 LINEAR_SUFFIXES = ("_proj.weight", "per_layer_input_gate.weight", "per_layer_projection.weight",
                    "per_layer_model_projection.weight")
 EMBEDS = ("embed_tokens.weight", "embed_tokens_per_layer.weight")
 PREFIX = "model.language_model."
+MOE_CASE = os.path.join(REPO, "tests", "data", "hf", "hf-26b-a4b-like")
 
 
 def gguf_name(name):
@@ -76,6 +94,37 @@ def gguf_name(name):
 
 def is_linear(name):
     return name.endswith(LINEAR_SUFFIXES)
+
+
+def is_matrix(name):
+    """A linear or an MoE expert stack [E, N, K] (quantized along K, as llama.cpp does)."""
+    return is_linear(name) or ".experts." in name
+
+
+def split_gate_up(tensors):
+    """experts.gate_up_proj [E, 2I, H] -> experts.gate_proj and experts.up_proj [E, I, H]."""
+    out = {}
+    for name, arr in tensors.items():
+        if name.endswith("experts.gate_up_proj"):
+            half = arr.shape[1] // 2
+            base = name[:-len("gate_up_proj")]
+            out[base + "gate_proj"] = np.ascontiguousarray(arr[:, :half])
+            out[base + "up_proj"] = np.ascontiguousarray(arr[:, half:])
+        else:
+            out[name] = arr
+    return out
+
+
+def fuse_gate_up(tensors):
+    """The inverse of split_gate_up: the HF layout of a twin checkpoint."""
+    out = {}
+    for name, arr in tensors.items():
+        if name.endswith("experts.gate_proj"):
+            base = name[:-len("gate_proj")]
+            out[base + "gate_up_proj"] = np.concatenate([arr, tensors[base + "up_proj"]], axis=1)
+        elif not name.endswith("experts.up_proj"):
+            out[name] = arr
+    return out
 
 
 def read_safetensors(path):
@@ -121,8 +170,9 @@ def layer_widths(tc):
             for i in range(n)]
 
 
-def write_gguf(path, tc, tensors, types, arch="gemma4"):
-    """tensors: short name -> float32 array; types: short name -> (QT, bytes array) or absent."""
+def write_gguf(path, tc, tensors, types, arch="gemma4", used_experts=None):
+    """tensors: short name -> float32 array; types: short name -> (QT, bytes array) or absent.
+    used_experts: overrides expert_used_count (a broken file)."""
     w = gguf.GGUFWriter(path, arch)
     a = arch + "."
     n = tc["num_hidden_layers"]
@@ -132,8 +182,14 @@ def write_gguf(path, tc, tensors, types, arch="gemma4"):
     w.add_uint32(a + "block_count", n)
     w.add_array(a + "feed_forward_length", layer_widths(tc))
     w.add_uint32(a + "attention.head_count", tc["num_attention_heads"])
-    w.add_uint32(a + "attention.head_count_kv", tc["num_key_value_heads"])
-    gh = tc.get("global_head_dim") or tc["head_dim"]
+    # transformers >= 5 writes the full layers' head dim and KV heads as per_layer_config.
+    plc = tc.get("per_layer_config") or {}
+    layer = lambda i, key, default: plc.get(f"{i:02d}", {}).get(key, default)
+    w.add_array(a + "attention.head_count_kv",
+                [layer(i, "num_key_value_heads", tc["num_key_value_heads"]) for i in range(n)])
+    full = [i for i, t in enumerate(tc["layer_types"]) if t == "full_attention"]
+    gh = (layer(full[0], "head_dim", None) if full else None) or tc.get("global_head_dim") \
+        or tc["head_dim"]
     w.add_uint32(a + "attention.key_length", gh)
     w.add_uint32(a + "attention.value_length", gh)
     w.add_uint32(a + "attention.key_length_swa", tc["head_dim"])
@@ -150,6 +206,10 @@ def write_gguf(path, tc, tensors, types, arch="gemma4"):
     w.add_uint32(a + "embedding_length_per_layer_input", tc.get("hidden_size_per_layer_input", 0))
     w.add_float32(a + "attention.layer_norm_rms_epsilon", float(tc["rms_norm_eps"]))
     w.add_float32(a + "final_logit_softcapping", float(tc["final_logit_softcapping"]))
+    if tc.get("enable_moe_block"):
+        w.add_uint32(a + "expert_count", tc["num_experts"])
+        w.add_uint32(a + "expert_used_count", used_experts or tc["top_k_experts"])
+        w.add_uint32(a + "expert_feed_forward_length", tc["moe_intermediate_size"])
     w.add_uint32("tokenizer.ggml.bos_token_id", tc.get("bos_token_id", 2))
     w.add_uint32("tokenizer.ggml.eos_token_id", 1)
     w.add_uint32("tokenizer.ggml.padding_token_id", tc.get("pad_token_id", 0))
@@ -176,7 +236,7 @@ def quantize_model(tensors, qt, pick):
     types, twin = {}, {}
     block = gguf.GGML_QUANT_SIZES[qt][0]
     for name, arr in tensors.items():
-        if pick(name) and arr.ndim == 2 and arr.shape[1] % block == 0:
+        if pick(name) and arr.ndim in (2, 3) and arr.shape[-1] % block == 0:
             if qt == QT.F16:
                 data = arr.astype(np.float16)
                 types[name] = (QT.F16, data)
@@ -297,6 +357,24 @@ def main():
                 twin[name] = deq
         write_gguf(out(f"model-{tag}.gguf"), wcfg["text_config"], twin, types)
         write_twin(out(f"twin-{tag}"), wcfg, twin)
+
+    with open(os.path.join(MOE_CASE, "config.json")) as f:
+        mcfg = json.load(f)
+    mtc = mcfg["text_config"]
+    mt = read_safetensors(os.path.join(MOE_CASE, "model.safetensors"))
+    write_gguf(out("moe-f32.gguf"), mtc, mt, {})
+    write_gguf(out("bad-moe-used.gguf"), mtc, mt, {}, used_experts=mtc["num_experts"] + 1)
+    write_gguf(out("bad-moe-missing.gguf"), mtc,
+               {k: v for k, v in mt.items() if k != "layers.3.experts.down_proj"}, {})
+    types, twin = quantize_model(mt, QT.Q8_0, is_matrix)
+    assert any(".experts." in n for n in types)
+    write_gguf(out("moe-q8_0.gguf"), mtc, mt, types)
+    write_twin(out("twin-moe-q8_0"), mcfg, twin)
+    split = split_gate_up(mt)
+    types, twin = quantize_model(split, QT.Q4_0, is_matrix)
+    assert any(n.endswith("experts.up_proj") for n in types)
+    write_gguf(out("moe-split-q4_0.gguf"), mtc, split, types)
+    write_twin(out("twin-moe-split-q4_0"), mcfg, fuse_gate_up(twin))
     print(f"make_gguf_fixtures: wrote {args.outdir}", file=sys.stderr)
 
 

@@ -41,17 +41,18 @@ BlockFormat GgufBlockFormat(QuantKind kind) {
 
 size_t TensorView::nbytes() const {
   if (!quantized()) return static_cast<size_t>(numel()) * DTypeSize(dtype);
-  return static_cast<size_t>(dim(0) * quant.row_bytes);
+  return static_cast<size_t>(numel() / shape.back() * quant.row_bytes);  // rows * row bytes
 }
 
 size_t TensorView::scale_nbytes() const {
   if (!quantized() || quant.group_size <= 0 || quant.scales == nullptr) return 0;
-  return static_cast<size_t>(dim(0) * (dim(1) / quant.group_size)) * DTypeSize(quant.scale_dtype);
+  const int64_t K = shape.back();
+  return static_cast<size_t>(numel() / K * (K / quant.group_size)) * DTypeSize(quant.scale_dtype);
 }
 
 float TensorView::at(int64_t i) const {
   if (!quantized()) return LoadAsF32(data, dtype, i);
-  const int64_t K = dim(1), n = i / K, k = i % K;
+  const int64_t K = shape.back(), n = i / K, k = i % K;
   const uint8_t* row = static_cast<const uint8_t*>(data) + n * quant.row_bytes;
   if (IsGgufBlock(quant.kind)) {  // dequantize the one block holding element k
     const BlockFormat f = GgufBlockFormat(quant.kind);

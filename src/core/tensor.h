@@ -63,7 +63,7 @@ struct TensorView {
   // Element type of a float tensor. For a quantized view: the container of `data` (U8 for
   // packed int4 nibbles, I8 for int8), never used to read values.
   DType dtype = DType::kF32;
-  std::vector<int64_t> shape;  // logical shape; [N, K] for a quantized weight
+  std::vector<int64_t> shape;  // logical shape; [N, K] (or [E, N, K]) for a quantized weight
   QuantInfo quant;
 
   TensorView() = default;

@@ -444,9 +444,11 @@ StatusOr<TensorView> GgufFile::View(const GgufTensorInfo& t, const std::string& 
   q.kind = t.type.quant;
   q.group_size = t.type.block_elems;
   q.row_bytes = K / t.type.block_elems * t.type.block_bytes;
-  // The logical [N, K]: every outer dimension folds into rows.
+  // The logical [N, K] or [E, N, K] (experts); any other rank folds its outer dimensions into
+  // rows.
   const int64_t N = static_cast<int64_t>(t.nbytes / static_cast<uint64_t>(q.row_bytes));
-  std::vector<int64_t> shape = t.shape.size() == 2 ? t.shape : std::vector<int64_t>{N, K};
+  std::vector<int64_t> shape =
+      t.shape.size() == 2 || t.shape.size() == 3 ? t.shape : std::vector<int64_t>{N, K};
   return TensorView(t.data, DType::kU8, std::move(shape), q);
 }
 

@@ -60,6 +60,9 @@ struct ModelConfig {
   int num_experts = 0;
   int top_k_experts = 0;
   int moe_intermediate_size = 0;
+  // The experts' gate and up projections as two [E, I, H] stacks (GGUF ffn_gate_exps +
+  // ffn_up_exps) instead of one [E, 2I, H] (HF gate_up_proj, GGUF ffn_gate_up_exps).
+  bool moe_split_gate_up = false;
   int sliding_window = 0;
   double rms_norm_eps = 1e-6;
   double final_logit_softcap = 0.0;  // 0 = none

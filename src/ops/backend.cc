@@ -110,6 +110,7 @@ OpTable MakeCudaTable() {
   t.kv_write = cuda::dev::KvWrite;
   t.residual_norm = cuda::dev::ResidualNorm;
   t.norm_rope = cuda::dev::NormRope;
+  t.moe = cuda::dev::Moe;
   return t;
 }
 #endif

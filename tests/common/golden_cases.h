@@ -28,6 +28,11 @@ nlohmann::json ReadJson(const std::string& path);
 inline bool IsMoeCase(const nlohmann::json& meta) {
   return meta.contains("model") && meta["model"].is_object() && meta["model"].contains("moe");
 }
+// An MoE case whose router scores tie at the k-th choice (hf-moe-ties): it pins torch.topk's
+// CPU tie order, which only the host kernels follow (the CUDA kernel takes the lowest index).
+inline bool HasRouterTies(const nlohmann::json& meta) {
+  return IsMoeCase(meta) && meta["model"]["moe"].value("rows_with_a_tie_at_k", 0) > 0;
+}
 std::vector<int32_t> ReadIds(const std::string& path);
 
 }  // namespace g4::testing

@@ -1,9 +1,10 @@
 // g4::cpu::Moe (experts grouped by expert over cpu::MatMul) against g4::ref::Moe (row by row,
 // f64) on random inputs of odd sizes, the three float weight dtypes and pools of 1 and 3
-// threads; experts nobody chose are never read; and the router's tie order is torch.topk's.
+// threads, and on quantized expert stacks (GGUF blocks, int4 groups); separate gate and up
+// stacks give the fused stack's result; experts nobody chose are never read; and the router's
+// tie order is torch.topk's.
 #include <cmath>
 #include <cstdint>
-#include <limits>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -11,11 +12,14 @@
 #include "gtest/gtest.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/ref/kernels.h"
+#include "kernels/moe_test_util.h"
 #include "kernels/test_util.h"
 
 namespace g4 {
 namespace {
 
+using testing::QuantStack;
+using testing::QuantizeStack;
 using testing::RandomFloats;
 using testing::StoredTensor;
 
@@ -47,7 +51,7 @@ TEST_P(MoeTest, CpuMatchesRef) {
   ThreadPool pool(threads);
   uint32_t seed = 11;
   // E, k, H, I: odd sizes, top-1, k = E, and more rows than experts.
-  for (const auto [E, k, H, I] : std::vector<std::tuple<int64_t, int, int64_t, int64_t>>{
+  for (const auto& [E, k, H, I] : std::vector<std::tuple<int64_t, int, int64_t, int64_t>>{
            {5, 2, 19, 7}, {8, 3, 64, 16}, {3, 3, 33, 9}, {7, 1, 17, 5}}) {
     const Experts ex(E, H, I, dtype, seed);
     for (int64_t R : {1, 4, 17}) {
@@ -69,25 +73,73 @@ INSTANTIATE_TEST_SUITE_P(DTypesPools, MoeTest,
                                             ::testing::Values(1, 3)),
                          testing::ParamNames());
 
-TEST(MoeTest, UnchosenExpertsAreNeverRead) {
-  const int64_t E = 6, H = 21, I = 11, R = 9;
-  ThreadPool pool(2);
-  // Experts 1 and 4 win every row; the others' weights are NaN and must not reach the output.
-  std::vector<float> gu = RandomFloats(E * 2 * I * H, 5, -0.3f, 0.3f);
-  std::vector<float> dn = RandomFloats(E * H * I, 6, -0.3f, 0.3f);
-  for (int64_t e : {0, 2, 3, 5}) {
-    std::fill_n(gu.begin() + e * 2 * I * H, 2 * I * H, std::numeric_limits<float>::quiet_NaN());
-    std::fill_n(dn.begin() + e * H * I, H * I, std::numeric_limits<float>::quiet_NaN());
+// GGUF expert stacks ([in, out, n_expert] blocks along H for gate/up, along I for down), W4A16
+// int4 groups and int8 groups: cpu::Moe reads the slices ExpertRows cuts out as ref::Moe does.
+TEST(MoeTest, QuantizedExpertsMatchRef) {
+  ThreadPool pool(3);
+  for (const auto& [kind, H, I] : std::vector<std::tuple<QuantKind, int64_t, int64_t>>{
+           {QuantKind::kQ4_0, 64, 32}, {QuantKind::kQ8_0, 96, 32},
+           {QuantKind::kQ6_K, 256, 256}, {QuantKind::kInt4Group, 64, 96},
+           {QuantKind::kInt8Group, 32, 64}}) {
+    const int64_t E = 5, R = 7;
+    const int k = 2;
+    SCOPED_TRACE("kind " + std::to_string(static_cast<int>(kind)) + " H=" + std::to_string(H));
+    const QuantStack gu =
+        QuantizeStack(RandomFloats(E * 2 * I * H, 3, -0.3f, 0.3f), {E, 2 * I, H}, kind);
+    const QuantStack dn = QuantizeStack(RandomFloats(E * H * I, 4, -0.3f, 0.3f), {E, H, I}, kind);
+    const StoredTensor scale(RandomFloats(E, 5, 0.5f, 1.5f), DType::kF32, {E}, false);
+    const std::vector<float> logits = RandomFloats(R * E, 6, -3.0f, 3.0f);
+    const std::vector<float> x = RandomFloats(R * H, 7, -2.0f, 2.0f);
+    MoeArgs a;
+    a.logits = logits.data(), a.x = x.data(), a.gate_up = &gu.view, a.down = &dn.view;
+    a.per_expert_scale = &scale.view(), a.R = R, a.top_k = k;
+    std::vector<float> out(static_cast<size_t>(R * H)), ref(out.size());
+    a.out = out.data();
+    cpu::Moe(pool, a);
+    a.out = ref.data();
+    ref::Moe(pool, a);
+    EXPECT_LE(testing::MaxRowError(out, ref, H), 2e-5);
   }
-  const StoredTensor gate_up(gu, DType::kBF16, {E, 2 * I, H}, false);
-  const StoredTensor down(dn, DType::kBF16, {E, H, I}, false);
-  const StoredTensor scale(std::vector<float>(E, 1.0f), DType::kF32, {E}, false);
-  std::vector<float> logits(static_cast<size_t>(R * E), -1.0f);
-  for (int64_t r = 0; r < R; ++r) logits[r * E + 1] = 2.0f, logits[r * E + 4] = 1.0f + 0.1f * r;
-  const std::vector<float> x = RandomFloats(R * H, 7);
-  MoeArgs a;
-  a.logits = logits.data(), a.x = x.data(), a.gate_up = &gate_up.view(), a.down = &down.view();
-  a.per_expert_scale = &scale.view(), a.R = R, a.top_k = 2;
+}
+
+// llama.cpp's other layout, ffn_gate_exps + ffn_up_exps: the same experts as two [E, I, H]
+// stacks give exactly the fused [E, 2I, H] stack's output, on both kernels.
+TEST(MoeTest, SeparateGateAndUpStacksEqualTheFusedStack) {
+  const int64_t E = 6, H = 23, I = 9, R = 5;
+  ThreadPool pool(2);
+  const std::vector<float> fused = RandomFloats(E * 2 * I * H, 8, -0.3f, 0.3f);
+  std::vector<float> gate, up;
+  for (int64_t e = 0; e < E; ++e) {
+    const auto expert = fused.begin() + e * 2 * I * H;
+    gate.insert(gate.end(), expert, expert + I * H);
+    up.insert(up.end(), expert + I * H, expert + 2 * I * H);
+  }
+  const StoredTensor gate_up(fused, DType::kBF16, {E, 2 * I, H}, false);
+  const StoredTensor gate_stack(gate, DType::kBF16, {E, I, H}, true);
+  const StoredTensor up_stack(up, DType::kBF16, {E, I, H}, false);
+  const StoredTensor down(RandomFloats(E * H * I, 9, -0.3f, 0.3f), DType::kBF16, {E, H, I},
+                          false);
+  const StoredTensor scale(RandomFloats(E, 10, 0.5f, 1.5f), DType::kF32, {E}, false);
+  const std::vector<float> logits = RandomFloats(R * E, 11, -3.0f, 3.0f);
+  const std::vector<float> x = RandomFloats(R * H, 12, -2.0f, 2.0f);
+  for (const MoeFn fn : {MoeFn{&cpu::Moe}, MoeFn{&ref::Moe}}) {
+    MoeArgs a;
+    a.logits = logits.data(), a.x = x.data(), a.down = &down.view();
+    a.per_expert_scale = &scale.view(), a.R = R, a.top_k = 3;
+    std::vector<float> one(static_cast<size_t>(R * H)), two(one.size());
+    a.gate_up = &gate_up.view(), a.out = one.data();
+    fn(pool, a);
+    a.gate_up = &gate_stack.view(), a.up = &up_stack.view(), a.out = two.data();
+    fn(pool, a);
+    EXPECT_EQ(one, two);
+  }
+}
+
+TEST(MoeTest, UnchosenExpertsAreNeverRead) {
+  const int64_t H = 21, R = 9;
+  ThreadPool pool(2);
+  testing::UnchosenNanCase c(6, H, 11, R);
+  MoeArgs a = c.args;
   std::vector<float> out(static_cast<size_t>(R * H)), ref(out.size());
   a.out = out.data();
   cpu::Moe(pool, a);
@@ -122,7 +174,8 @@ TEST(MoeRouteTest, TiesFollowTorchTopk) {
     a.per_expert_scale = &scale.view(), a.R = 1, a.top_k = c.k;
     std::vector<int32_t> ids(static_cast<size_t>(c.k));
     std::vector<float> w(ids.size());
-    MoeRoute(a, 0, ids.data(), w.data());
+    MoeRouteQueue queue;
+    MoeRoute(a, 0, queue, ids.data(), w.data());
     EXPECT_EQ(ids, c.torch_ids);
     for (float v : w) EXPECT_FLOAT_EQ(v, 1.0f / static_cast<float>(c.k));
   }

@@ -6,11 +6,16 @@
 //  - every quantized file gives the logits of its twin, a safetensors checkpoint holding the
 //    weights gguf-py dequantized (this proves the block decoding and the name/shape mapping);
 //  - the quantization error itself against the golden logits stays within a measured bound;
-//  - broken files fail with errors naming the architecture, the missing tensor, the shape.
+//  - broken files fail with errors naming the architecture, the missing tensor, the shape;
+//  - MoE (26B-A4B layout, from the transformers case tests/data/hf/hf-26b-a4b-like): the F32
+//    file gives transformers' logits; Q8_0 experts (ffn_gate_up_exps) and Q4_0 experts in
+//    llama.cpp's split layout (ffn_gate_exps + ffn_up_exps) give their twins' logits.
 // Without the test venv (scripts/setup.sh) the fixtures are absent: skipped, failed under CI.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
@@ -24,6 +29,7 @@ namespace fs = std::filesystem;
 
 std::string FixtureDir() { return std::string(G4_BINARY_DIR) + "/gguf_fixtures"; }
 std::string GoldenDir() { return testing::SharedGoldenDir() + "/tiny-e2b-donors"; }
+std::string MoeCaseDir() { return std::string(G4_SOURCE_DIR) + "/tests/data/hf/hf-26b-a4b-like"; }
 
 // Skips (or fails under CI) when the fixtures or the golden case are missing.
 #define REQUIRE_FIXTURES()                                                                   \
@@ -70,26 +76,50 @@ StatusOr<std::vector<float>> Logits(const std::string& path, BackendKind kind,
   return m->Forward(backend, ids);
 }
 
-class GgufModelTest : public ::testing::Test {};
-
-TEST_F(GgufModelTest, F32FileGivesGoldenLogits) {
-  REQUIRE_FIXTURES();
-  const auto meta = testing::ReadJson(GoldenDir() + "/meta.json");
+// The F32 GGUF file `gguf` against the golden case `dir` it was written from: the case's
+// logits within its tolerance, and exactly what the case's safetensors directory gives (same
+// weights, same forward: the formats must not differ at all), on ref and cpu.
+void ExpectGoldenLogits(const std::string& gguf_path, const std::string& dir) {
+  const auto meta = testing::ReadJson(dir + "/meta.json");
   const double tol = meta["tolerance"]["fp32_engine"]["max_abs_diff"].get<double>();
-  const std::vector<int32_t> ids = testing::ReadIds(GoldenDir() + "/input_ids.json");
-  const std::vector<float> ref = testing::ReadF32File(GoldenDir() + "/logits.f32");
+  const std::vector<int32_t> ids = testing::ReadIds(dir + "/input_ids.json");
+  const std::vector<float> ref = testing::ReadF32File(dir + "/logits.f32");
   for (BackendKind kind : {BackendKind::kRef, BackendKind::kCpu}) {
-    auto gguf = Logits(FixtureDir() + "/model-f32.gguf", kind, ids);
+    auto gguf = Logits(gguf_path, kind, ids);
     ASSERT_TRUE(gguf.ok()) << gguf.status().ToString();
-    auto st = Logits(GoldenDir(), kind, ids);
+    auto st = Logits(dir, kind, ids);
     ASSERT_TRUE(st.ok()) << st.status().ToString();
     const Diff golden = Compare(*gguf, ref, 512);
     EXPECT_LE(golden.max_abs, tol) << BackendName(kind);
     EXPECT_EQ(golden.argmax_mismatches, 0) << BackendName(kind);
-    // Same weights, same forward: the formats must not differ at all.
-    const Diff same = Compare(*gguf, *st, 512);
-    EXPECT_EQ(same.max_abs, 0.0) << BackendName(kind);
+    EXPECT_EQ(Compare(*gguf, *st, 512).max_abs, 0.0) << BackendName(kind);
+    std::printf("%s on %s: max|diff| vs golden %.3g (tolerance %.3g)\n", gguf_path.c_str(),
+                BackendName(kind), golden.max_abs, tol);
   }
+}
+
+// A quantized GGUF file against its twin (the weights gguf-py dequantized, as safetensors): the
+// only difference left is f32 summation order, so the bound is tight.
+void ExpectMatchesTwin(const std::string& gguf_path, const std::string& twin_dir,
+                       const std::vector<int32_t>& ids) {
+  for (BackendKind kind : {BackendKind::kRef, BackendKind::kCpu}) {
+    auto gguf = Logits(gguf_path, kind, ids);
+    ASSERT_TRUE(gguf.ok()) << gguf.status().ToString();
+    auto twin = Logits(twin_dir, kind, ids);
+    ASSERT_TRUE(twin.ok()) << twin.status().ToString();
+    const Diff d = Compare(*gguf, *twin, 512);
+    std::printf("%s vs twin on %s: max|diff| / max|ref| = %.2e\n", gguf_path.c_str(),
+                BackendName(kind), d.max_abs / d.max_ref);
+    EXPECT_LE(d.max_abs, 1e-4 * d.max_ref) << gguf_path << " on " << BackendName(kind);
+    EXPECT_EQ(d.argmax_mismatches, 0) << gguf_path << " on " << BackendName(kind);
+  }
+}
+
+class GgufModelTest : public ::testing::Test {};
+
+TEST_F(GgufModelTest, F32FileGivesGoldenLogits) {
+  REQUIRE_FIXTURES();
+  ExpectGoldenLogits(FixtureDir() + "/model-f32.gguf", GoldenDir());
 }
 
 TEST_F(GgufModelTest, ConfigMatchesConfigJson) {
@@ -129,22 +159,63 @@ TEST_F(GgufModelTest, ConfigMatchesConfigJson) {
 class GgufTwinTest : public GgufModelTest,
                      public ::testing::WithParamInterface<const char*> {};
 
-// Each block type against the same weights dequantized by gguf-py: the only difference left
-// is f32 summation order, so the bound is tight.
+// Each block type against the same weights dequantized by gguf-py.
 TEST_P(GgufTwinTest, MatchesDequantizedTwin) {
   REQUIRE_FIXTURES();
   const std::string tag = GetParam();
-  const std::vector<int32_t> ids = testing::ReadIds(GoldenDir() + "/input_ids.json");
-  for (BackendKind kind : {BackendKind::kRef, BackendKind::kCpu}) {
-    auto gguf = Logits(FixtureDir() + "/model-" + tag + ".gguf", kind, ids);
-    ASSERT_TRUE(gguf.ok()) << gguf.status().ToString();
-    auto twin = Logits(FixtureDir() + "/twin-" + tag, kind, ids);
-    ASSERT_TRUE(twin.ok()) << twin.status().ToString();
-    const Diff d = Compare(*gguf, *twin, 512);
-    EXPECT_LE(d.max_abs, 1e-4 * d.max_ref) << tag << " on " << BackendName(kind);
-    EXPECT_EQ(d.argmax_mismatches, 0) << tag << " on " << BackendName(kind);
-  }
+  ExpectMatchesTwin(FixtureDir() + "/model-" + tag + ".gguf", FixtureDir() + "/twin-" + tag,
+                    testing::ReadIds(GoldenDir() + "/input_ids.json"));
 }
+
+// MoE experts: the router, the expert stacks ([in, out, n_expert] blocks) and the branch norms
+// bound from llama.cpp's names. The F32 file must give what the HF directory gives, bit for
+// bit, and transformers' logits within the golden tolerance.
+TEST_F(GgufModelTest, MoeF32FileGivesTransformersLogits) {
+  REQUIRE_FIXTURES();
+  auto m = Gemma4Model::Load(FixtureDir() + "/moe-f32.gguf");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ((*m)->config().num_experts, 8);
+  EXPECT_EQ((*m)->config().top_k_experts, 3);
+  EXPECT_EQ((*m)->config().moe_intermediate_size, 16);
+  EXPECT_FALSE((*m)->config().moe_split_gate_up);
+  ExpectGoldenLogits(FixtureDir() + "/moe-f32.gguf", MoeCaseDir());
+}
+
+TEST_F(GgufModelTest, BrokenMoeFilesNameTheProblem) {
+  REQUIRE_FIXTURES();
+  auto used = Gemma4Model::Load(FixtureDir() + "/bad-moe-used.gguf");
+  ASSERT_FALSE(used.ok());
+  EXPECT_NE(used.status().message().find("expert_used_count"), std::string::npos)
+      << used.status().message();
+  EXPECT_NE(used.status().message().find("got 8, 16, 9"), std::string::npos)
+      << used.status().message();
+  auto missing = Gemma4Model::Load(FixtureDir() + "/bad-moe-missing.gguf");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("blk.3.ffn_down_exps.weight"), std::string::npos)
+      << missing.status().message();
+}
+
+class GgufMoeTwinTest : public GgufModelTest,
+                        public ::testing::WithParamInterface<const char*> {};
+
+// Q8_0 experts in ffn_gate_up_exps, and Q4_0 experts in llama.cpp's split layout.
+TEST_P(GgufMoeTwinTest, MatchesDequantizedTwin) {
+  REQUIRE_FIXTURES();
+  const std::string tag = GetParam();
+  auto m = Gemma4Model::Load(FixtureDir() + "/moe-" + tag + ".gguf");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ((*m)->config().moe_split_gate_up, tag.starts_with("split"));
+  ExpectMatchesTwin(FixtureDir() + "/moe-" + tag + ".gguf", FixtureDir() + "/twin-moe-" + tag,
+                    testing::ReadIds(MoeCaseDir() + "/input_ids.json"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, GgufMoeTwinTest, ::testing::Values("q8_0", "split-q4_0"),
+                         [](const ::testing::TestParamInfo<const char*>& i) {
+                           std::string name = i.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 INSTANTIATE_TEST_SUITE_P(Types, GgufTwinTest,
                          ::testing::Values("f16", "q8_0", "q4_0", "q4_k", "q6_k"),

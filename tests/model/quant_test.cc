@@ -2,7 +2,9 @@
 // (quantized from the same random weights as the float checkpoint: each dequantized weight is
 // within half an int4 step of the bf16 original); the model loads it with the forward pass
 // unchanged, and its logits match the same model with the dequantized weights stored as f32
-// (the math is the same, only f32 summation order differs), on the cpu and ref backends.
+// (the math is the same, only f32 summation order differs), on the cpu and ref backends. The
+// same for an MoE model (26b-a4b-like), whose expert stacks are written as the Gemma 4 26B
+// export keeps them (experts.gate_up_proj_packed [E, 2I, H/8], ..._scale, ..._shape).
 // Also: the load-time LM head copies (q8, q4) and the logits error they cost.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -19,6 +21,7 @@
 
 #include "loader/safetensors.h"
 #include "loader/safetensors_writer.h"
+#include "loader/weight_store.h"
 #include "model/gemma4/model.h"
 #include "model/gemma4/tensors.h"
 #include "model/model_test_util.h"
@@ -37,9 +40,9 @@ fs::path TestDir(const std::string& name) {
 
 // The tiny preset with groups of 16, so every linear of it (K = 64, 96, 192, 8 -> no) is
 // quantized except the 8-wide PLE projection, which lands in the ignore list.
-SyntheticOptions TinyOptions(const std::string& quant) {
+SyntheticOptions TinyOptions(const std::string& quant, const std::string& preset = "tiny") {
   SyntheticOptions o;
-  o.preset = "tiny";
+  o.preset = preset;
   o.seed = 11;
   o.quant = quant;
   o.quant_group = 16;
@@ -56,8 +59,9 @@ std::unique_ptr<Gemma4Model> LoadOrDie(const fs::path& dir, HeadMode head = Head
   return m.ok() ? std::move(*m) : nullptr;
 }
 
-// Writes `model`'s weights, dequantized, as an f32 checkpoint (same config, no
-// quantization_config) into dir.
+// Writes `model`'s weights as an f32 checkpoint (same config, no quantization_config) into dir:
+// quantized tensors dequantized, float ones as src_dir's files store them (the model holds some
+// transformed at load, e.g. an MoE router.scale folded with H^-0.5).
 void WriteDequantized(const Gemma4Model& model, const fs::path& src_dir, const fs::path& dir) {
   fs::create_directories(dir);
   std::ifstream in(src_dir / "config.json");
@@ -69,16 +73,20 @@ void WriteDequantized(const Gemma4Model& model, const fs::path& src_dir, const f
                 fs::copy_options::overwrite_existing);
   ModelWeights w = model.weights();
   const std::vector<TensorSlot> slots = ListTensors(model.config(), &w);
+  auto store = WeightStore::OpenDir(src_dir.string());
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
   std::vector<TensorSpec> specs;
-  std::vector<const TensorView*> views;
+  std::vector<TensorView> views;
   for (const TensorSlot& s : slots) {
     if (!s.view) continue;  // unused k/v of KV-shared layers: the model never reads them
-    specs.push_back({"model.language_model." + s.name, DType::kF32, s.shape});
-    views.push_back(s.view);
+    const std::string name = "model.language_model." + s.name;
+    specs.push_back({name, DType::kF32, s.shape});
+    const TensorInfo* stored = (*store)->Find(name);
+    views.push_back(s.view->quantized() || stored == nullptr ? *s.view : stored->view());
   }
   auto fill = [&](size_t i, ByteSink& sink) -> Status {
-    std::vector<float> v(static_cast<size_t>(views[i]->numel()));
-    for (size_t k = 0; k < v.size(); ++k) v[k] = views[i]->at(static_cast<int64_t>(k));
+    std::vector<float> v(static_cast<size_t>(views[i].numel()));
+    for (size_t k = 0; k < v.size(); ++k) v[k] = views[i].at(static_cast<int64_t>(k));
     return sink.Write(v.data(), v.size() * sizeof(float));
   };
   ASSERT_TRUE(WriteSafetensors((dir / "model.safetensors").string(), specs, fill).ok());
@@ -112,39 +120,51 @@ std::vector<int> Argmaxes(const std::vector<float>& logits, int64_t V) {
   return out;
 }
 
+// A checkpoint's folder tag: "bf16" for the tiny preset (the other tests' names),
+// "26b-a4b-like-bf16" for the MoE one.
+std::string Tag(const std::string& preset, const std::string& what) {
+  return preset == "tiny" ? what : preset + "-" + what;
+}
+
 class QuantModelTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    for (const char* q : {"", "w4a16"}) {
-      const fs::path dir = TestDir(*q ? q : "bf16");
-      fs::remove_all(dir);
-      ASSERT_TRUE(WriteSyntheticCheckpoint(TinyOptions(q), dir.string()).ok());
+    for (const char* preset : {"tiny", "26b-a4b-like"}) {
+      for (const char* q : {"", "w4a16"}) {
+        const fs::path dir = TestDir(Tag(preset, *q ? q : "bf16"));
+        fs::remove_all(dir);
+        ASSERT_TRUE(WriteSyntheticCheckpoint(TinyOptions(q, preset), dir.string()).ok());
+      }
     }
   }
   static void TearDownTestSuite() {
-    fs::remove_all(TestDir("bf16"));
-    fs::remove_all(TestDir("w4a16"));
-    fs::remove_all(TestDir("deq"));
+    for (const char* preset : {"tiny", "26b-a4b-like"}) {
+      for (const char* what : {"bf16", "w4a16", "deq"}) fs::remove_all(TestDir(Tag(preset, what)));
+    }
   }
 };
 
-TEST_F(QuantModelTest, WriterQuantizesTheFloatWeightsWithinHalfAStep) {
-  auto bf16 = LoadOrDie(TestDir("bf16"), HeadMode::kAsStored);
-  auto w4 = LoadOrDie(TestDir("w4a16"), HeadMode::kAsStored);
-  ASSERT_TRUE(bf16 && w4);
+// Every quantized tensor of the W4A16 checkpoint of `preset` is within half an int4 step of
+// the float checkpoint's; returns how many were quantized.
+int CheckWithinHalfAStep(const std::string& preset) {
+  auto bf16 = LoadOrDie(TestDir(Tag(preset, "bf16")), HeadMode::kAsStored);
+  auto w4 = LoadOrDie(TestDir(Tag(preset, "w4a16")), HeadMode::kAsStored);
+  EXPECT_TRUE(bf16 && w4);
+  if (!bf16 || !w4) return 0;
   ModelWeights wb = bf16->weights(), wq = w4->weights();
   const auto sb = ListTensors(bf16->config(), &wb), sq = ListTensors(w4->config(), &wq);
-  ASSERT_EQ(sb.size(), sq.size());
+  EXPECT_EQ(sb.size(), sq.size());
   int quantized = 0;
-  for (size_t i = 0; i < sb.size(); ++i) {
+  for (size_t i = 0; i < sb.size() && i < sq.size(); ++i) {
     if (!sb[i].view) continue;
     const TensorView& f = *sb[i].view;
     const TensorView& q = *sq[i].view;
-    ASSERT_EQ(q.shape, f.shape) << sb[i].name;
+    EXPECT_EQ(q.shape, f.shape) << sb[i].name;
     if (!q.quantized()) {
       EXPECT_EQ(std::memcmp(q.data, f.data, f.nbytes()), 0) << sb[i].name << " changed";
-      // Only linears whose width 16 does not divide (per_layer_projection, K = 8) stay float.
-      if (sb[i].linear()) {
+      // Only linears whose width 16 does not divide (per_layer_projection, K = 8) and MoE
+      // routers stay float.
+      if (sb[i].linear() && !sb[i].name.ends_with("router.proj.weight")) {
         EXPECT_NE(sb[i].shape[1] % 16, 0) << sb[i].name;
       }
       continue;
@@ -153,25 +173,31 @@ TEST_F(QuantModelTest, WriterQuantizesTheFloatWeightsWithinHalfAStep) {
     EXPECT_EQ(q.quant.kind, QuantKind::kInt4Group);
     EXPECT_EQ(q.quant.group_size, 16);
     EXPECT_EQ(q.quant.scale_dtype, DType::kBF16);
-    const int64_t K = q.dim(1);
+    const int64_t K = q.shape.back();
     for (int64_t e = 0; e < q.numel(); ++e) {
       const float scale =
           LoadAsF32(q.quant.scales, DType::kBF16, (e / K) * (K / 16) + (e % K) / 16);
       // Half a step (+ the bf16 rounding of the scale at the clamp), + the bf16 rounding of the
       // float original (the writer quantizes the f32 value).
       const float bound = 0.53f * scale + std::fabs(f.at(e)) * (1.0f / 256);
-      ASSERT_LE(std::fabs(q.at(e) - f.at(e)), bound) << sb[i].name << " element " << e;
+      if (std::fabs(q.at(e) - f.at(e)) > bound) {
+        ADD_FAILURE() << sb[i].name << " element " << e << ": " << q.at(e) << " vs " << f.at(e);
+        return quantized;
+      }
     }
   }
-  EXPECT_GT(quantized, 50);  // q/k/v/o/gate/up/down/ple_gate of 10 layers + ple_model_proj
+  return quantized;
 }
 
-TEST_F(QuantModelTest, LogitsMatchTheDequantizedModelOnBothBackends) {
+// The W4A16 checkpoint of `preset` against itself dequantized to f32, on both backends.
+void CheckMatchesDequantized(const std::string& preset) {
+  const fs::path w4_dir = TestDir(Tag(preset, "w4a16"));
+  const fs::path deq_dir = TestDir(Tag(preset, "deq"));
   // The same bf16 head on both sides.
-  auto w4 = LoadOrDie(TestDir("w4a16"), HeadMode::kAsStored);
+  auto w4 = LoadOrDie(w4_dir, HeadMode::kAsStored);
   ASSERT_TRUE(w4);
-  WriteDequantized(*w4, TestDir("w4a16"), TestDir("deq"));
-  auto deq = LoadOrDie(TestDir("deq"), HeadMode::kAsStored);
+  WriteDequantized(*w4, w4_dir, deq_dir);
+  auto deq = LoadOrDie(deq_dir, HeadMode::kAsStored);
   ASSERT_TRUE(deq);
   const int64_t V = w4->config().vocab_size;
   const std::vector<float> ref_deq = Logits(*deq, BackendKind::kRef);
@@ -186,12 +212,42 @@ TEST_F(QuantModelTest, LogitsMatchTheDequantizedModelOnBothBackends) {
   EXPECT_EQ(Argmaxes(cpu_w4, V), Argmaxes(ref_deq, V));
   const std::vector<float> cpu_deq = Logits(*deq, BackendKind::kCpu);
   EXPECT_LE(MaxAbsDiff(cpu_w4, cpu_deq), 1e-3 * scale);
+  std::printf("%s w4a16 vs dequantized: ref %.3g, cpu %.3g of max |logit|\n", preset.c_str(),
+              MaxAbsDiff(ref_w4, ref_deq) / scale, MaxAbsDiff(cpu_w4, cpu_deq) / scale);
   // Decode-shaped calls (T = 1, the fused dequantize-dot kernel) on the last position.
   Backend be(BackendKind::kCpu, 2);
   auto last = w4->Forward(be, std::vector<int32_t>{kIds[0]});
   auto last_ref = deq->Forward(be, std::vector<int32_t>{kIds[0]});
   ASSERT_TRUE(last.ok() && last_ref.ok());
   EXPECT_LE(MaxAbsDiff(*last, *last_ref), 1e-3 * scale);
+}
+
+TEST_F(QuantModelTest, WriterQuantizesTheFloatWeightsWithinHalfAStep) {
+  EXPECT_GT(CheckWithinHalfAStep("tiny"), 50);  // q/k/v/o/gate/up/down/ple_gate of 10 layers
+}
+
+TEST_F(QuantModelTest, LogitsMatchTheDequantizedModelOnBothBackends) {
+  CheckMatchesDequantized("tiny");
+}
+
+// MoE: the expert stacks are quantized too (packed slice by slice), bound as int4-group
+// [E, N, K] views, and the experts' kernels read their slices as the float path does.
+TEST_F(QuantModelTest, MoeExpertStacksAreQuantizedWithinHalfAStep) {
+  auto w4 = LoadOrDie(TestDir(Tag("26b-a4b-like", "w4a16")), HeadMode::kAsStored);
+  ASSERT_TRUE(w4);
+  for (const LayerWeights& l : w4->weights().layers) {
+    ASSERT_EQ(l.experts_gate_up.quant.kind, QuantKind::kInt4Group);
+    ASSERT_EQ(l.experts_down.quant.kind, QuantKind::kInt4Group);
+    ASSERT_EQ(l.experts_gate_up.shape.size(), 3u);
+  }
+  // 10 sliding layers: q/k/v/o/gate/up/down and 2 expert stacks; 2 full (k_eq_v) layers: no
+  // v_proj. The routers stay bf16, as in the released exports.
+  EXPECT_EQ(CheckWithinHalfAStep("26b-a4b-like"), 10 * 9 + 2 * 8);
+  EXPECT_FALSE(w4->weights().layers[0].router_proj.quantized());
+}
+
+TEST_F(QuantModelTest, MoeLogitsMatchTheDequantizedModelOnBothBackends) {
+  CheckMatchesDequantized("26b-a4b-like");
 }
 
 TEST_F(QuantModelTest, AutoHeadIsQ8ForW4A16AndAsStoredForFloat) {

@@ -13,7 +13,10 @@ void Moe(ThreadPool& pool, const MoeArgs& a) {
   // Routing: rows' choices, then the (row, weight) list of every expert.
   std::vector<int32_t> ids(static_cast<size_t>(R * k));
   std::vector<float> weights(ids.size());
-  for (int64_t r = 0; r < R; ++r) MoeRoute(a, r, ids.data() + r * k, weights.data() + r * k);
+  MoeRouteQueue queue;
+  for (int64_t r = 0; r < R; ++r) {
+    MoeRoute(a, r, queue, ids.data() + r * k, weights.data() + r * k);
+  }
   std::vector<int64_t> begin(static_cast<size_t>(E + 1), 0);
   for (int32_t e : ids) ++begin[static_cast<size_t>(e) + 1];
   for (size_t e = 0; e < static_cast<size_t>(E); ++e) begin[e + 1] += begin[e];
@@ -25,7 +28,7 @@ void Moe(ThreadPool& pool, const MoeArgs& a) {
     weight_of[at] = weights[c];
   }
   std::fill(a.out, a.out + R * H, 0.0f);
-  std::vector<float> xs, gu, act, y;
+  std::vector<float> xs, gate, up, y;
   for (int64_t e = 0; e < E; ++e) {
     const int64_t b = begin[static_cast<size_t>(e)], n = begin[static_cast<size_t>(e + 1)] - b;
     if (n == 0) continue;
@@ -33,14 +36,13 @@ void Moe(ThreadPool& pool, const MoeArgs& a) {
     for (int64_t i = 0; i < n; ++i) {
       std::copy_n(a.x + row_of[static_cast<size_t>(b + i)] * H, H, xs.data() + i * H);
     }
-    gu.resize(static_cast<size_t>(n * 2 * I));  // gu: [n, 2I]
-    MatMul(pool, ExpertMatrix(*a.gate_up, e), xs.data(), n, gu.data());
-    act.resize(static_cast<size_t>(n * I));  // act: [n, I]
-    for (int64_t i = 0; i < n; ++i) {
-      GeluMul(pool, gu.data() + i * 2 * I, gu.data() + i * 2 * I + I, 1, I, I, act.data() + i * I);
-    }
+    gate.resize(static_cast<size_t>(n * I));  // gate, up: [n, I]
+    up.resize(gate.size());
+    MatMul(pool, ExpertGate(a, e), xs.data(), n, gate.data());
+    MatMul(pool, ExpertUp(a, e), xs.data(), n, up.data());
+    GeluMul(pool, gate.data(), up.data(), n, I, I, gate.data());  // gate: the activation
     y.resize(static_cast<size_t>(n * H));  // y: [n, H]
-    MatMul(pool, ExpertMatrix(*a.down, e), act.data(), n, y.data());
+    MatMul(pool, ExpertDown(a, e), gate.data(), n, y.data());
     for (int64_t i = 0; i < n; ++i) {
       float* out = a.out + row_of[static_cast<size_t>(b + i)] * H;
       const float w = weight_of[static_cast<size_t>(b + i)];

@@ -1,7 +1,7 @@
 // The CUDA backend's op functions, with exactly the signatures and contracts of ops/*.h, so
 // ops/backend.cc puts them in an OpTable like the ref and CPU kernels. No CUDA headers here.
 //
-// Two sets of the same thirteen ops:
+// Two sets of the same fourteen ops:
 //   - cuda::dev (the kCuda Backend's table): every float / int32 pointer (x, y, out, ids,
 //     positions, inv_freq, AttentionArgs q/k/v/q_pos/k_pos/out) is DeviceMemory(). The ops launch
 //     on one stream and return without synchronizing; a CUDA failure is recorded once
@@ -40,6 +40,7 @@
 #include "ops/graph.h"
 #include "ops/kv_write.h"
 #include "ops/matmul.h"
+#include "ops/moe.h"
 #include "ops/norm_rope.h"
 #include "ops/residual_norm.h"
 #include "ops/rms_norm.h"
@@ -101,6 +102,10 @@ void Scale(ThreadPool& pool, float* x, int64_t n, float s);
 void KvWrite(ThreadPool& pool, const KvWriteArgs& args);
 void ResidualNorm(ThreadPool& pool, const ResidualNormArgs& args);
 void NormRope(ThreadPool& pool, const NormRopeArgs& args);
+// Whether Moe runs on the device (float, int4- or int8-group experts, at most 1024 of them) or
+// on the CPU kernel (GGUF-block experts).
+bool MoeOnDevice(const MoeArgs& a);
+void Moe(ThreadPool& pool, const MoeArgs& a);
 
 // CUDA graphs (ops/graph.h) of the cuda::dev ops and DeviceMemory().Copy. Every op and copy
 // runs on one non-blocking stream; BeginCapture records its work instead of running it
@@ -142,6 +147,8 @@ void Scale(ThreadPool& pool, float* x, int64_t n, float s);
 void KvWrite(ThreadPool& pool, const KvWriteArgs& args);
 void ResidualNorm(ThreadPool& pool, const ResidualNormArgs& args);
 void NormRope(ThreadPool& pool, const NormRopeArgs& args);
+// Moe with logits, x and out in DeviceMemory(): the routing runs on the device too (moe.cu).
+void Moe(ThreadPool& pool, const MoeArgs& a);
 }  // namespace dev
 
 }  // namespace g4::cuda

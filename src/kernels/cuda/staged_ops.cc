@@ -118,6 +118,18 @@ void GeluMul(ThreadPool& pool, const float* gate, const float* up, int64_t R, in
   Finish(dout, out, total, "gelu_mul");
 }
 
+void Moe(ThreadPool& pool, const MoeArgs& a) {
+  if (a.R <= 0) return;
+  const int64_t n = a.R * a.hidden();
+  if (!Ready()) return FillNaN(a.out, n);
+  MoeArgs d = a;
+  d.logits = Staged(0, a.logits, a.R * a.experts());
+  d.x = d.logits != nullptr ? Staged(1, a.x, n) : nullptr;
+  d.out = d.x != nullptr ? ScratchF(2, n) : nullptr;
+  if (d.out != nullptr) dev::Moe(pool, d);
+  Finish(d.out, a.out, n, "moe");
+}
+
 void Softcap(ThreadPool& pool, float* x, int64_t n, float cap) {
   if (n <= 0) return;
   if (!Ready()) return FillNaN(x, n);

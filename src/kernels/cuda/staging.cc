@@ -39,8 +39,9 @@ struct State {
   unsigned* counters = nullptr;   // staging::kDeviceCounters, made (zeroed) at Init
   bool capturing = false;         // a graph capture is in progress (graph.cc)
   std::string capture_failure;    // the first thing the capture could not record
-  void* scratch[staging::kSlots] = {};
-  size_t scratch_bytes[staging::kSlots] = {};
+  // The staged wrappers' slots, then the dev ops' workspace (OpWorkspace) at kSlots.
+  void* scratch[staging::kSlots + 1] = {};
+  size_t scratch_bytes[staging::kSlots + 1] = {};
   // Key: (host data pointer, converted to compute dtype).
   std::map<std::pair<const void*, bool>, CachedWeight> weights;
   int64_t weight_bytes = 0;
@@ -136,7 +137,7 @@ void ReleaseDeviceMemory() {
   for (auto& [key, w] : st.weights) FreeWeight(w);
   st.weights.clear();
   st.weight_bytes = 0;
-  for (int i = 0; i < staging::kSlots; ++i) {
+  for (int i = 0; i <= staging::kSlots; ++i) {
     if (st.scratch[i] != nullptr) cudaFree(st.scratch[i]);
     st.scratch[i] = nullptr;
     st.scratch_bytes[i] = 0;
@@ -200,9 +201,11 @@ void SetCapturing(bool on) {
 
 std::string TakeCaptureFailure() { return std::move(S().capture_failure); }
 
-void* Scratch(int slot, size_t bytes) {
+namespace {
+
+// Grow-only device buffer `slot` of State::scratch (0..kSlots).
+void* GrowScratch(int slot, size_t bytes) {
   State& st = S();
-  if (Failed() || slot < 0 || slot >= kSlots) return nullptr;
   if (bytes == 0) bytes = 1;
   if (st.scratch_bytes[slot] < bytes) {
     if (CaptureRefuses("staging scratch growth (cudaMalloc)")) return nullptr;
@@ -215,6 +218,18 @@ void* Scratch(int slot, size_t bytes) {
     st.scratch_bytes[slot] = want;
   }
   return st.scratch[slot];
+}
+
+}  // namespace
+
+void* Scratch(int slot, size_t bytes) {
+  if (Failed() || slot < 0 || slot >= kSlots) return nullptr;
+  return GrowScratch(slot, bytes);
+}
+
+void* OpWorkspace(size_t bytes) {
+  if (Failed()) return nullptr;
+  return GrowScratch(kSlots, bytes);
 }
 
 // A graph would copy from the host memory as it is at each launch, and a capture cannot wait:

@@ -54,6 +54,11 @@ void* Scratch(int slot, size_t bytes);
 inline float* ScratchF(int slot, int64_t n) {
   return static_cast<float*>(Scratch(slot, static_cast<size_t>(n) * sizeof(float)));
 }
+// The device workspace of the cuda::dev ops that need one (Moe: routing tables and the experts'
+// activations), grow-only like Scratch but apart from the staged wrappers' slots, so a wrapper
+// may call such an op on its scratch. nullptr after a failure and when it would have to grow
+// while capturing (a decode step run once before its capture has sized it).
+void* OpWorkspace(size_t bytes);
 // Host buffer `slot` (0..kSlots-1, per thread, grow-only) with room for `bytes`: the host
 // copies of device inputs for an op the device kernels do not define.
 void* HostScratch(int slot, size_t bytes);

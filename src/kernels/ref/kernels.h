@@ -20,6 +20,8 @@
 namespace g4::ref {
 
 void MatMul(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y);
+// Row n of a [N, K] weight widened to f64 (quantized: dequantized as the format defines it).
+void WeightRow(const TensorView& w, int64_t n, std::vector<double>& out);
 void MatMulQ8a(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y);
 void RmsNorm(ThreadPool& pool, const float* x, const TensorView& w, int64_t R, int64_t D, float eps,
              float* out);

@@ -38,15 +38,21 @@ void DequantizeRow(const TensorView& w, int64_t n, std::vector<double>& out) {
 
 }  // namespace
 
+void WeightRow(const TensorView& w, int64_t n, std::vector<double>& out) {
+  const int64_t K = w.dim(1);
+  out.resize(static_cast<size_t>(K));
+  if (w.quantized()) {
+    DequantizeRow(w, n, out);
+  } else {
+    for (int64_t k = 0; k < K; ++k) out[static_cast<size_t>(k)] = w.at(n * K + k);
+  }
+}
+
 void MatMul(ThreadPool&, const TensorView& w, const float* x, int64_t T, float* y) {
   const int64_t N = w.dim(0), K = w.dim(1);
   std::vector<double> row(static_cast<size_t>(K));
   for (int64_t n = 0; n < N; ++n) {
-    if (w.quantized()) {
-      DequantizeRow(w, n, row);
-    } else {
-      for (int64_t k = 0; k < K; ++k) row[static_cast<size_t>(k)] = w.at(n * K + k);
-    }
+    WeightRow(w, n, row);
     for (int64_t t = 0; t < T; ++t) {
       double acc = 0.0;
       for (int64_t k = 0; k < K; ++k) acc += static_cast<double>(x[t * K + k]) * row[k];

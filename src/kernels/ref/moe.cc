@@ -4,33 +4,32 @@
 
 namespace g4::ref {
 
-// Row by row, expert by expert, f64 sums: the oracle of the grouped kernels.
+// Row by row, expert by expert, f64 sums over weight rows widened (or dequantized) to f64: the
+// oracle of the grouped kernels.
 void Moe(ThreadPool&, const MoeArgs& a) {
   const int64_t H = a.hidden(), I = a.width();
-  std::vector<double> acc(static_cast<size_t>(H)), act(static_cast<size_t>(I));
+  std::vector<double> acc(static_cast<size_t>(H)), act(static_cast<size_t>(I)), row;
+  MoeRouteQueue queue;
   int32_t ids[kMaxMoeTopK];
   float weights[kMaxMoeTopK];
+  const auto dot = [&](const TensorView& w, int64_t n, const auto* v) {
+    WeightRow(w, n, row);
+    double s = 0;
+    for (size_t k = 0; k < row.size(); ++k) s += row[k] * v[k];
+    return s;
+  };
   for (int64_t r = 0; r < a.R; ++r) {
-    MoeRoute(a, r, ids, weights);
+    MoeRoute(a, r, queue, ids, weights);
     const float* x = a.x + r * H;
     std::fill(acc.begin(), acc.end(), 0.0);
     for (int j = 0; j < a.top_k; ++j) {
-      const TensorView gu = ExpertMatrix(*a.gate_up, ids[j]);  // [2I, H]
-      const TensorView dn = ExpertMatrix(*a.down, ids[j]);     // [H, I]
+      const TensorView gate = ExpertGate(a, ids[j]), up = ExpertUp(a, ids[j]);  // [I, H]
+      const TensorView down = ExpertDown(a, ids[j]);                            // [H, I]
       for (int64_t i = 0; i < I; ++i) {
-        double gate = 0, up = 0;
-        for (int64_t k = 0; k < H; ++k) {
-          gate += double{LoadAsF32(gu.data, gu.dtype, i * H + k)} * x[k];
-          up += double{LoadAsF32(gu.data, gu.dtype, (I + i) * H + k)} * x[k];
-        }
-        act[static_cast<size_t>(i)] = GeluTanh(gate) * up;
+        act[static_cast<size_t>(i)] = GeluTanh(dot(gate, i, x)) * dot(up, i, x);
       }
       for (int64_t n = 0; n < H; ++n) {
-        double y = 0;
-        for (int64_t i = 0; i < I; ++i) {
-          y += double{LoadAsF32(dn.data, dn.dtype, n * I + i)} * act[static_cast<size_t>(i)];
-        }
-        acc[static_cast<size_t>(n)] += double{weights[j]} * y;
+        acc[static_cast<size_t>(n)] += double{weights[j]} * dot(down, n, act.data());
       }
     }
     for (int64_t n = 0; n < H; ++n) {

@@ -178,8 +178,7 @@ Status DecoderPass::Mlp(const LayerWeights& lw, float scale, const TensorView* n
   return Status::Ok();
 }
 
-Status DecoderPass::MoeMlp(const LayerWeights& lw, int top_k, float scale,
-                           const TensorView* next_norm) {
+Status DecoderPass::MoeMlp(const LayerWeights& lw, float scale, const TensorView* next_norm) {
   const int64_t H = c_.hidden_size, E = lw.router_proj.dim(0);
   Buffer<float> &o = ws_.o, &a = ws_.a;
   G4_RETURN_IF_ERROR(GeluGateUp(lw));  // the dense branch, as in Mlp
@@ -196,10 +195,11 @@ Status DecoderPass::MoeMlp(const LayerWeights& lw, int top_k, float scale,
   moe.logits = logits.data();
   moe.x = a.data();
   moe.gate_up = &lw.experts_gate_up;
+  moe.up = lw.experts_up.empty() ? nullptr : &lw.experts_up;
   moe.down = &lw.experts_down;
   moe.per_expert_scale = &lw.per_expert_scale;
   moe.R = R_;
-  moe.top_k = top_k;
+  moe.top_k = c_.top_k_experts;
   moe.out = experts.data();
   G4_RETURN_IF_ERROR(be_.Moe(moe));
   be_.RmsNorm(experts.data(), lw.post_ff_norm_2, R_, H, eps_, experts.data());

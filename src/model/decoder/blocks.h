@@ -50,7 +50,7 @@ class DecoderPass {
   // m = post_ff_norm_1(down(gelu(gate(a)) * up(a))) + post_ff_norm_2(experts(pre_ff_norm_2(r)))
   // routed on router_proj(rms(r) * router_scale); h = (r + post_ff_norm(m)) * scale;
   // a = next_norm(h) if given.
-  Status MoeMlp(const LayerWeights& lw, int top_k, float scale, const TensorView* next_norm);
+  Status MoeMlp(const LayerWeights& lw, float scale, const TensorView* next_norm);
   // h = (h + post_norm(proj(in))) * scale; a = next_norm(h) if given (null: a is untouched).
   void Residual(const TensorView& proj, const float* in, const TensorView& post_norm, float scale,
                 const TensorView* next_norm);

@@ -33,6 +33,17 @@ constexpr std::pair<std::string_view, std::string_view> kLayerNames[] = {
     {"per_layer_projection.weight", "proj.weight"},
     {"post_per_layer_input_norm.weight", "post_norm.weight"},
     {"layer_scalar", "layer_output_scale.weight"},
+    // Gemma 4 MoE: router, expert stacks ([in, out, n_expert] in the file) and branch norms.
+    {"router.proj.weight", "ffn_gate_inp.weight"},
+    {"router.scale", "ffn_gate_inp.scale"},
+    {"router.per_expert_scale", "ffn_down_exps.scale"},
+    {"experts.gate_up_proj", "ffn_gate_up_exps.weight"},
+    {"experts.gate_proj", "ffn_gate_exps.weight"},
+    {"experts.up_proj", "ffn_up_exps.weight"},
+    {"experts.down_proj", "ffn_down_exps.weight"},
+    {"pre_feedforward_layernorm_2.weight", "pre_ffw_norm_2.weight"},
+    {"post_feedforward_layernorm_1.weight", "post_ffw_norm_1.weight"},
+    {"post_feedforward_layernorm_2.weight", "post_ffw_norm_2.weight"},
 };
 
 }  // namespace

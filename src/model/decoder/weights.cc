@@ -82,27 +82,52 @@ std::string Describe(const TensorInfo& t) {
   return std::string(DTypeName(t.dtype)) + " " + ShapeToString(t.shape);
 }
 
-// The pack-quantized linear `module` (weight_packed `packed`) bound to `slot` ([N, K]).
-Status BindPacked(const TensorSlot& slot, const std::string& module, const TensorInfo& packed,
+// The tensor names of one pack-quantized weight: a linear's MODULE.weight_packed, ...; an MoE
+// expert stack's NAME_packed, NAME_scale, NAME_shape (the Gemma 4 26B export keeps the fused
+// experts.gate_up_proj / experts.down_proj stacks, packed slice by slice along dim 0).
+struct PackedNames {
+  std::string packed, scale, shape, zero_point, g_idx;
+};
+
+PackedNames PackedNamesOf(const TensorSlot& slot, const std::string& prefix) {
+  if (slot.init == TensorSlot::Init::kExperts) {
+    const std::string n = prefix + slot.name;
+    return {n + "_packed", n + "_scale", n + "_shape", n + "_zero_point", n + "_g_idx"};
+  }
+  const std::string m = prefix + slot.module();
+  return {m + kWeightPackedSuffix, m + kWeightScaleSuffix, m + kWeightShapeSuffix,
+          m + kWeightZeroPointSuffix, m + kWeightGIdxSuffix};
+}
+
+// `shape` with its last dimension replaced by `last`.
+std::vector<int64_t> WithLast(std::vector<int64_t> shape, int64_t last) {
+  shape.back() = last;
+  return shape;
+}
+
+// The pack-quantized weight `names` (weight_packed `packed`) bound to `slot`: a linear [N, K]
+// or an expert stack [E, N, K], packed row by row along K.
+Status BindPacked(const TensorSlot& slot, const PackedNames& names, const TensorInfo& packed,
                   const WeightStore& store, const std::optional<CompressedTensorsConfig>& qc) {
-  const std::string packed_name = module + kWeightPackedSuffix;
+  const std::string& packed_name = names.packed;
   if (!qc) {
     return InvalidArgument("tensor " + packed_name + " (" + packed.file +
                            ") is pack-quantized but config.json has no quantization_config");
   }
-  for (const char* suffix : {kWeightZeroPointSuffix, kWeightGIdxSuffix}) {
-    if (store.Find(module + suffix)) {
-      return Unimplemented("tensor " + module + suffix + " present: " +
-                           (std::string_view(suffix) == kWeightGIdxSuffix
-                                ? "act-order (g_idx) checkpoints are not supported"
-                                : "asymmetric (zero-point) checkpoints are not supported"));
-    }
+  if (store.Find(names.zero_point)) {
+    return Unimplemented("tensor " + names.zero_point +
+                         " present: asymmetric (zero-point) checkpoints are not supported");
   }
-  const int64_t N = slot.shape[0], K = slot.shape[1];
+  if (store.Find(names.g_idx)) {
+    return Unimplemented("tensor " + names.g_idx +
+                         " present: act-order (g_idx) checkpoints are not supported");
+  }
+  const int64_t K = slot.shape.back();
   const int64_t words = (K * qc->num_bits + 31) / 32;  // int32 words per row
-  if (packed.dtype != DType::kI32 || packed.shape != std::vector<int64_t>{N, words}) {
+  const std::vector<int64_t> packed_shape = WithLast(slot.shape, words);
+  if (packed.dtype != DType::kI32 || packed.shape != packed_shape) {
     return InvalidArgument("tensor " + packed_name + " (" + packed.file + ") is " +
-                           Describe(packed) + "; expected I32 " + ShapeToString({N, words}) +
+                           Describe(packed) + "; expected I32 " + ShapeToString(packed_shape) +
                            " (" + std::to_string(qc->num_bits) + "-bit " +
                            ShapeToString(slot.shape) + " from config.json)");
   }
@@ -112,24 +137,23 @@ Status BindPacked(const TensorSlot& slot, const std::string& module, const Tenso
                          " from quantization_config does not divide the input width " +
                          std::to_string(K));
   }
-  const std::string scale_name = module + kWeightScaleSuffix;
-  const TensorInfo* scale = store.Find(scale_name);
-  if (!scale) return NotFound("missing tensor " + scale_name + " (beside " + packed_name + ")");
-  const std::vector<int64_t> scale_shape{N, K / group};
+  const TensorInfo* scale = store.Find(names.scale);
+  if (!scale) return NotFound("missing tensor " + names.scale + " (beside " + packed_name + ")");
+  const std::vector<int64_t> scale_shape = WithLast(slot.shape, K / group);
   if (!IsFloat(scale->dtype) || scale->shape != scale_shape) {
-    return InvalidArgument("tensor " + scale_name + " (" + scale->file + ") is " +
+    return InvalidArgument("tensor " + names.scale + " (" + scale->file + ") is " +
                            Describe(*scale) + "; expected F32/BF16/F16 " +
                            ShapeToString(scale_shape) + " (group_size " + std::to_string(group) +
                            ")");
   }
-  const std::string shape_name = module + kWeightShapeSuffix;
-  if (const TensorInfo* ws = store.Find(shape_name)) {  // always written; honoured when present
+  if (const TensorInfo* ws = store.Find(names.shape)) {  // always written; honoured when present
     const bool int_dtype = ws->dtype == DType::kI64 || ws->dtype == DType::kI32;
-    int64_t v[2] = {-1, -1};
-    if (int_dtype && ws->shape == std::vector<int64_t>{2}) {
+    const int64_t rank = static_cast<int64_t>(slot.shape.size());
+    std::vector<int64_t> v(slot.shape.size(), -1);
+    if (int_dtype && ws->shape == std::vector<int64_t>{rank}) {
       // Byte copies: a safetensors tensor may sit at any byte offset.
       const auto* bytes = static_cast<const unsigned char*>(ws->data);
-      for (int i = 0; i < 2; ++i) {
+      for (size_t i = 0; i < v.size(); ++i) {
         if (ws->dtype == DType::kI64) {
           std::memcpy(&v[i], bytes + i * 8, 8);
         } else {
@@ -139,10 +163,10 @@ Status BindPacked(const TensorSlot& slot, const std::string& module, const Tenso
         }
       }
     }
-    if (v[0] != N || v[1] != K) {
-      return InvalidArgument("tensor " + shape_name + " (" + ws->file + ") is " + Describe(*ws) +
-                             " holding [" + std::to_string(v[0]) + ", " + std::to_string(v[1]) +
-                             "]; expected I64 [2] holding " + ShapeToString(slot.shape) +
+    if (v != slot.shape) {
+      return InvalidArgument("tensor " + names.shape + " (" + ws->file + ") is " + Describe(*ws) +
+                             " holding " + ShapeToString(v) + "; expected I64 [" +
+                             std::to_string(rank) + "] holding " + ShapeToString(slot.shape) +
                              " from config.json");
     }
   }
@@ -172,14 +196,14 @@ Status BindSafetensors(const Checkpoint& ckpt, const std::vector<TensorSlot>& sl
   for (const TensorSlot& slot : slots) {
     if (slot.role != TensorRole::kRequired) continue;
     const std::string name = prefix + slot.name;
-    const std::string module = prefix + slot.module();
-    if (const TensorInfo* packed = store.Find(module + kWeightPackedSuffix)) {
-      if (!slot.linear()) {
-        return Unimplemented("tensor " + module + kWeightPackedSuffix +
-                             ": only linear layers may be quantized (g4 reads " + name +
-                             " as a float tensor)");
+    const PackedNames names = PackedNamesOf(slot, prefix);
+    if (const TensorInfo* packed = store.Find(names.packed)) {
+      if (!slot.linear() && slot.init != TensorSlot::Init::kExperts) {
+        return Unimplemented("tensor " + names.packed +
+                             ": only linear layers and expert stacks may be quantized (g4 "
+                             "reads " + name + " as a float tensor)");
       }
-      G4_RETURN_IF_ERROR(BindPacked(slot, module, *packed, store, qc));
+      G4_RETURN_IF_ERROR(BindPacked(slot, names, *packed, store, qc));
       continue;
     }
     const TensorInfo* t = store.Find(name);
@@ -299,8 +323,10 @@ Status MakeLmHead(ModelWeights* w, const LoadOptions& options) {
 Status BindView(const TensorSlot& slot, const std::string& name, const std::string& file,
                 const TensorView& t, const char* shape_source) {
   if (t.quantized()) {
-    // GGUF block weights: linears and the embedding tables (gathered row by row).
-    const bool may_quantize = slot.linear() || slot.init == TensorSlot::Init::kEmbed ||
+    // GGUF block weights: linears, expert stacks and the embedding tables (gathered row by
+    // row).
+    const bool may_quantize = slot.linear() || slot.init == TensorSlot::Init::kExperts ||
+                              slot.init == TensorSlot::Init::kEmbed ||
                               slot.init == TensorSlot::Init::kPleEmbed;
     if (!may_quantize || !IsGgufBlock(t.quant.kind)) {
       return Unimplemented("tensor " + name + " (" + file + ") is stored as " + StorageName(t) +

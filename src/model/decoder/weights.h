@@ -38,7 +38,8 @@ struct LayerWeights {
   TensorView router_proj;          // [E, H]
   TensorView router_scale;         // [H], loaded as router.scale * H^-0.5 (f32)
   TensorView per_expert_scale;     // [E]
-  TensorView experts_gate_up;      // [E, 2 * I_moe, H]
+  TensorView experts_gate_up;      // [E, 2 * I_moe, H]; the gate stack [E, I_moe, H] when split
+  TensorView experts_up;           // [E, I_moe, H] with moe_split_gate_up; else empty
   TensorView experts_down;         // [E, H, I_moe]
   TensorView pre_ff_norm_2, post_ff_norm_1, post_ff_norm_2;  // [H]
 };

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "model/decoder/gguf_meta.h"
+#include "ops/moe.h"
 
 namespace g4 {
 namespace {
@@ -53,6 +54,28 @@ StatusOr<RopeConfig> FullRope(const GgufFile& f, double theta, int head_dim) {
   return r;
 }
 
+// The MoE keys (26B-A4B): expert_count, expert_used_count and expert_feed_forward_length, and
+// which of llama.cpp's two gate/up layouts the file stores (blk.0 decides; binding checks the
+// rest).
+Status GgufMoe(const GgufFile& f, const GgufMeta& m, ModelConfig* c) {
+  G4_ASSIGN_OR_RETURN(const int experts, m.IntOr("expert_count", 0));
+  if (experts == 0) return Status::Ok();
+  G4_ASSIGN_OR_RETURN(c->top_k_experts, m.Int("expert_used_count"));
+  G4_ASSIGN_OR_RETURN(c->moe_intermediate_size, m.Int("expert_feed_forward_length"));
+  c->num_experts = experts;
+  if (experts < 0 || c->moe_intermediate_size <= 0 || c->top_k_experts <= 0 ||
+      c->top_k_experts > experts || c->top_k_experts > kMaxMoeTopK) {
+    return m.Err("gemma4.expert_count, expert_feed_forward_length and expert_used_count must "
+                 "satisfy count > 0, length > 0 and 0 < used <= min(count, " +
+                 std::to_string(kMaxMoeTopK) + "); got " + std::to_string(experts) + ", " +
+                 std::to_string(c->moe_intermediate_size) + ", " +
+                 std::to_string(c->top_k_experts));
+  }
+  c->moe_split_gate_up = f.Find("blk.0.ffn_gate_up_exps.weight") == nullptr &&
+                         f.Find("blk.0.ffn_gate_exps.weight") != nullptr;
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<ModelConfig> Gemma4ConfigFromGguf(const GgufFile& f) {
@@ -64,13 +87,6 @@ StatusOr<ModelConfig> Gemma4ConfigFromGguf(const GgufFile& f) {
                          "'; g4 runs gemma4 GGUF files only");
   }
   const GgufMeta m(f, kArch);
-  if (f.Has(m.Key("expert_count"))) {
-    G4_ASSIGN_OR_RETURN(const int experts, m.Int("expert_count"));
-    if (experts > 0) {
-      return Unimplemented(path + ": gemma4.expert_count = " + std::to_string(experts) +
-                           ": MoE checkpoints (Gemma 4 26B-A4B) are not supported yet");
-    }
-  }
   ModelConfig c;
   c.model_type = kArch;
   G4_ASSIGN_OR_RETURN(c.num_layers, m.Int("block_count"));
@@ -113,6 +129,7 @@ StatusOr<ModelConfig> Gemma4ConfigFromGguf(const GgufFile& f) {
   G4_ASSIGN_OR_RETURN(c.num_kv_shared_layers, m.IntOr("attention.shared_kv_layers", 0));
   G4_ASSIGN_OR_RETURN(c.ple_width, m.IntOr("embedding_length_per_layer_input", 0));
   G4_RETURN_IF_ERROR(GgufAttentionKeys(m, &c));
+  G4_RETURN_IF_ERROR(GgufMoe(f, m, &c));
   if (c.num_heads <= 0) return m.Err("gemma4.attention.head_count must be > 0");
   if (c.num_kv_shared_layers >= L) {
     return m.Err("gemma4.attention.shared_kv_layers (" + std::to_string(c.num_kv_shared_layers) +

@@ -13,11 +13,6 @@ StatusOr<std::unique_ptr<Gemma4Model>> Gemma4Model::Create(
     std::shared_ptr<const Checkpoint> checkpoint, const LoadOptions& options) {
   G4_ASSIGN_OR_RETURN(ModelConfig config, Gemma4ConfigFromCheckpoint(*checkpoint));
   std::unique_ptr<Gemma4Model> m(new Gemma4Model());
-  if (config.moe() && options.device) {
-    return Unimplemented("mixture-of-experts layers (num_experts " +
-                         std::to_string(config.num_experts) +
-                         ") run on the cpu and ref backends only for now (use --backend cpu)");
-  }
   G4_RETURN_IF_ERROR(m->Bind(std::move(checkpoint), std::move(config), "gemma4", &ListTensors,
                              options));
   if (m->config().moe()) {  // §2.7: the router's input is rms(r) * scale * H^-0.5
@@ -85,7 +80,7 @@ Status Gemma4Model::RunOps(Backend& be, ForwardWorkspace& ws, std::span<const Ba
     G4_RETURN_IF_ERROR(pass.Attention(l, lw, InvFreq(ws, l.index)));
     const float mlp_scale = P > 0 ? 1.0f : layer_scale;
     const TensorView* mlp_next = P > 0 ? nullptr : next_input_norm;
-    G4_RETURN_IF_ERROR(c.moe() ? pass.MoeMlp(lw, c.top_k_experts, mlp_scale, mlp_next)
+    G4_RETURN_IF_ERROR(c.moe() ? pass.MoeMlp(lw, mlp_scale, mlp_next)
                                : pass.Mlp(lw, mlp_scale, mlp_next));
 
     // PLE injection: h += post_ple_norm(ple_proj(gelu(ple_gate(h)) * ple[:, i, :]))

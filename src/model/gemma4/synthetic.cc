@@ -167,11 +167,14 @@ Status WriteJson(const std::filesystem::path& path, const ordered_json& j) {
   return Status::Ok();
 }
 
-// Whether `slot` is written pack-quantized under options `o`: a linear whose input width the
-// group divides (the others are left in float and named in the ignore list).
+// Whether `slot` is written pack-quantized under options `o`: a linear or an MoE expert stack
+// whose input width the group divides, except the MoE router, which the released exports keep
+// in bf16 (the linears left in float are named in the ignore list).
 bool Quantized(const SyntheticOptions& o, const TensorSlot& slot) {
-  return o.quant == "w4a16" && slot.linear() && slot.shape.size() == 2 &&
-         slot.shape[1] % o.quant_group == 0;
+  const bool stack = slot.init == TensorSlot::Init::kExperts && slot.shape.size() == 3;
+  const bool linear = slot.linear() && slot.shape.size() == 2 &&
+                      !slot.name.ends_with("router.proj.weight");
+  return o.quant == "w4a16" && (linear || stack) && slot.shape.back() % o.quant_group == 0;
 }
 
 // The ignore list of the released exports (embeddings, head, vision/audio towers), plus any
@@ -319,13 +322,19 @@ Status WriteSyntheticCheckpoint(const SyntheticOptions& o, const std::string& ou
       sources.push_back({i, Part::kFloat});
       continue;
     }
-    const int64_t N = s.shape[0], K = s.shape[1];
-    const std::string m = prefix + s.module();
-    specs.push_back({m + kWeightPackedSuffix, DType::kI32, {N, QuantRowBytes(QuantKind::kInt4Group, K) / 4}});
+    // A linear's MODULE.weight_packed, ...; an expert stack's NAME_packed, ... (the 26B export).
+    const int64_t K = s.shape.back();
+    const bool stack = s.init == TensorSlot::Init::kExperts;
+    const std::string m = prefix + (stack ? s.name : s.module());
+    std::vector<int64_t> packed = s.shape, scales = s.shape;
+    packed.back() = QuantRowBytes(QuantKind::kInt4Group, K) / 4;
+    scales.back() = K / o.quant_group;
+    specs.push_back({m + (stack ? "_packed" : kWeightPackedSuffix), DType::kI32, packed});
     sources.push_back({i, Part::kPacked});
-    specs.push_back({m + kWeightScaleSuffix, DType::kBF16, {N, K / o.quant_group}});
+    specs.push_back({m + (stack ? "_scale" : kWeightScaleSuffix), DType::kBF16, scales});
     sources.push_back({i, Part::kScale});
-    specs.push_back({m + kWeightShapeSuffix, DType::kI64, {2}});
+    specs.push_back({m + (stack ? "_shape" : kWeightShapeSuffix), DType::kI64,
+                     {static_cast<int64_t>(s.shape.size())}});
     sources.push_back({i, Part::kShape});
   }
 
@@ -353,7 +362,9 @@ Status WriteSyntheticCheckpoint(const SyntheticOptions& o, const std::string& ou
   };
   // The packed rows or the bf16 scales of a quantized linear, a block of rows at a time.
   auto fill_quant = [&](const TensorSlot& slot, uint64_t key, bool packed, ByteSink& sink) -> Status {
-    const int64_t N = slot.shape[0], K = slot.shape[1], G = o.quant_group;
+    const int64_t K = slot.shape.back(), G = o.quant_group;
+    int64_t N = 1;  // rows: every dimension but the last
+    for (size_t d = 0; d + 1 < slot.shape.size(); ++d) N *= slot.shape[d];
     const int64_t row_bytes = QuantRowBytes(QuantKind::kInt4Group, K);
     const int64_t scale_bytes = K / G * 2;
     const int64_t out_bytes = packed ? row_bytes : scale_bytes;
@@ -382,10 +393,7 @@ Status WriteSyntheticCheckpoint(const SyntheticOptions& o, const std::string& ou
       case Part::kFloat: return fill_float(slot, key, sink);
       case Part::kPacked: return fill_quant(slot, key, true, sink);
       case Part::kScale: return fill_quant(slot, key, false, sink);
-      case Part::kShape: {
-        const int64_t shape[2] = {slot.shape[0], slot.shape[1]};
-        return sink.Write(shape, sizeof(shape));
-      }
+      case Part::kShape: return sink.Write(slot.shape.data(), slot.shape.size() * 8);
     }
     return Internal("make-model: unknown tensor part");
   };

@@ -39,7 +39,8 @@ Storage FirstFitting(std::initializer_list<QuantKind> kinds, int64_t K) {
 }
 
 StatusOr<Storage> StorageFor(const TensorSlot& slot, const std::string& quant, DType dtype) {
-  if (slot.shape.size() < 2) return Storage{};  // norms, layer scalars: F32
+  // Norms, layer scalars and the MoE router (llama.cpp keeps ffn_gate_inp F32): F32.
+  if (slot.shape.size() < 2 || slot.name.ends_with("router.proj.weight")) return Storage{};
   const int64_t K = slot.shape.back();
   const bool embed = slot.init == TensorSlot::Init::kEmbed ||
                      slot.init == TensorSlot::Init::kPleEmbed;
@@ -145,6 +146,12 @@ void AddModelMetadata(const ModelConfig& c, const SyntheticOptions& o, uint32_t 
   md->SetU32("gemma4.embedding_length_per_layer_input", static_cast<uint32_t>(c.ple_width));
   md->SetF32("gemma4.attention.layer_norm_rms_epsilon", static_cast<float>(c.rms_norm_eps));
   md->SetF32("gemma4.final_logit_softcapping", static_cast<float>(c.final_logit_softcap));
+  if (c.moe()) {
+    md->SetU32("gemma4.expert_count", static_cast<uint32_t>(c.num_experts));
+    md->SetU32("gemma4.expert_used_count", static_cast<uint32_t>(c.top_k_experts));
+    md->SetU32("gemma4.expert_feed_forward_length",
+               static_cast<uint32_t>(c.moe_intermediate_size));
+  }
 }
 
 // rope_freqs for the full layers: llama.cpp's per-pair divisors; pairs past the rotated share
@@ -171,12 +178,6 @@ Status WriteSyntheticGguf(const SyntheticOptions& o, const std::string& gguf_qua
   G4_ASSIGN_OR_RETURN(nlohmann::ordered_json config_json, SyntheticConfig(o));
   G4_ASSIGN_OR_RETURN(ModelConfig config,
                       ParseGemma4Config(nlohmann::json::parse(config_json.dump()), nullptr));
-  if (config.moe()) {
-    return Unimplemented("make-model: preset " + o.preset +
-                         " has MoE layers, which g4 does not read from GGUF yet (write it as "
-                         "safetensors)");
-  }
-
   GgufMetadata md;
   AddModelMetadata(config, o, FileType(gguf_quant, o.dtype), &md);
   if (tokenizer) {

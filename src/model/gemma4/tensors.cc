@@ -45,11 +45,19 @@ std::vector<TensorSlot> ListTensors(const ModelConfig& c, ModelWeights* w) {
       AddSlot(&s, p + "router.scale", {H}, v(&LayerWeights::router_scale), Init::kNorm);
       AddSlot(&s, p + "router.per_expert_scale", {E}, v(&LayerWeights::per_expert_scale),
               Init::kNorm);
-      AddSlot(&s, p + "experts.gate_up_proj", {E, 2 * I, H}, v(&LayerWeights::experts_gate_up),
-              Init::kExperts);
+      const size_t first_stack = s.size();
+      if (c.moe_split_gate_up) {  // GGUF ffn_gate_exps + ffn_up_exps (no HF name)
+        AddSlot(&s, p + "experts.gate_proj", {E, I, H}, v(&LayerWeights::experts_gate_up),
+                Init::kExperts);
+        AddSlot(&s, p + "experts.up_proj", {E, I, H}, v(&LayerWeights::experts_up),
+                Init::kExperts);
+      } else {
+        AddSlot(&s, p + "experts.gate_up_proj", {E, 2 * I, H},
+                v(&LayerWeights::experts_gate_up), Init::kExperts);
+      }
       AddSlot(&s, p + "experts.down_proj", {E, H, I}, v(&LayerWeights::experts_down),
               Init::kExperts);
-      s[s.size() - 1].experts_read = s[s.size() - 2].experts_read = c.top_k_experts;
+      for (size_t i = first_stack; i < s.size(); ++i) s[i].experts_read = c.top_k_experts;
     }
     AddSlot(&s, p + "layer_scalar", {1}, v(&LayerWeights::layer_scalar), Init::kLayerScalar);
   }
