@@ -226,13 +226,13 @@ void BM_MatVecQ8aPacked(benchmark::State& state) {
   KeepOnlyShape(N, K, count);
   const Buffers& b = GetBuffers(kind, N, K, count);
   std::vector<TensorView> views;
-  std::vector<std::shared_ptr<const void>> panels;
+  std::vector<PackedWeight> panels;
   for (int64_t m = 0; m < count; ++m) {
     views.push_back(View(kind, b, N, K, m));
     if (state.range(4) == 0) continue;
     panels.push_back(cpu::PackQ8aWeight(pool, views.back()));
-    if (!panels.back()) return state.SkipWithError("no packed panels on this CPU");
-    views.back().quant.panels = panels.back().get();
+    if (!panels.back().panels) return state.SkipWithError("no packed panels on this CPU");
+    SetPanels(panels.back(), &views.back());
   }
   std::vector<float> x(static_cast<size_t>(K)), y(static_cast<size_t>(N));
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) * 0.25f - 0.75f;

@@ -56,6 +56,9 @@ struct QuantInfo {
   // The same weight repacked at load for one backend's kernels (PackWeightFn,
   // ops/matmul_q8a.h), or null. Opaque: kernels that do not know it read `data`.
   const void* panels = nullptr;
+  // The panels hold the rows in order, panel_rows rows in each panel_bytes: a slice of rows
+  // that starts on a panel (an expert of a stack, ExpertRows) reads its own. 0: whole only.
+  int64_t panel_rows = 0, panel_bytes = 0;
 };
 
 struct TensorView {

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "ops/moe.h"
+
 namespace g4 {
 
 const char* LayerTypeName(LayerType t) {
@@ -58,6 +60,19 @@ Status ValidateLayers(const ModelConfig& c, const std::string& where) {
     }
   }
   return Status::Ok();
+}
+
+Status ValidateMoe(const ModelConfig& c, const std::string& where, const MoeFieldNames& names) {
+  if (c.num_experts > 0 && c.moe_intermediate_size > 0 && c.top_k_experts > 0 &&
+      c.top_k_experts <= c.num_experts && c.top_k_experts <= kMaxMoeTopK) {
+    return Status::Ok();
+  }
+  return InvalidArgument(where + names.experts + ", " + names.width + " and " + names.top_k +
+                         " must satisfy experts > 0, width > 0 and 0 < top_k <= min(experts, " +
+                         std::to_string(kMaxMoeTopK) + "); got " +
+                         std::to_string(c.num_experts) + ", " +
+                         std::to_string(c.moe_intermediate_size) + ", " +
+                         std::to_string(c.top_k_experts));
 }
 
 std::vector<KvLayout> KvLayouts(const ModelConfig& c) {

@@ -103,6 +103,19 @@ int KvDonor(const std::vector<LayerType>& types, int num_kv_shared_layers, int i
 // with `where` (e.g. "config.json: text_config.").
 Status ValidateLayers(const ModelConfig& config, const std::string& where);
 
+// The expert counts as a file names them (config.json's or GGUF's keys), for messages.
+struct MoeFieldNames {
+  const char* experts;
+  const char* width;
+  const char* top_k;
+};
+
+// The check every reader applies to a config with experts: num_experts > 0,
+// moe_intermediate_size > 0 and 0 < top_k_experts <= min(num_experts, kMaxMoeTopK). The message
+// starts with `where`, names the three fields and gives their values in that order.
+Status ValidateMoe(const ModelConfig& config, const std::string& where,
+                   const MoeFieldNames& names);
+
 // The attention memory of each layer, for KV caches (model/causal_lm.h).
 std::vector<KvLayout> KvLayouts(const ModelConfig& config);
 

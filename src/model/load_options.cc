@@ -7,7 +7,8 @@ StatusOr<HeadMode> ParseHeadMode(const std::string& name) {
   if (name == "bf16" || name == "as-stored") return HeadMode::kAsStored;
   if (name == "q8") return HeadMode::kQ8;
   if (name == "q4") return HeadMode::kQ4;
-  return InvalidArgument("unknown head mode '" + name + "' (expected auto, bf16, q8, q4)");
+  if (name == "q8_0") return HeadMode::kQ8_0;
+  return InvalidArgument("unknown head mode '" + name + "' (expected auto, bf16, q8, q4, q8_0)");
 }
 
 const char* HeadModeName(HeadMode mode) {
@@ -16,6 +17,7 @@ const char* HeadModeName(HeadMode mode) {
     case HeadMode::kAsStored: return "bf16";
     case HeadMode::kQ8: return "q8";
     case HeadMode::kQ4: return "q4";
+    case HeadMode::kQ8_0: return "q8_0";
   }
   return "?";
 }

@@ -19,8 +19,10 @@ enum class HeadMode {
   kAsStored,  // the tied embedding itself, no copy ("bf16")
   kQ8,        // int8, one f32 scale per row (0.40 GB on E2B)
   kQ4,        // int4, groups of 32, bf16 scales: the W4A16 scheme (0.23 GB on E2B)
+  kQ8_0,      // GGUF Q8_0 blocks (int8, an f16 scale per 32): what kAuto picks with int8
+              // activations when the stored head is a block kind the backend does not pack
 };
-// "auto" | "bf16" | "q8" | "q4"; InvalidArgument naming the accepted values otherwise.
+// "auto" | "bf16" | "q8" | "q4" | "q8_0"; InvalidArgument naming the accepted values otherwise.
 StatusOr<HeadMode> ParseHeadMode(const std::string& name);
 const char* HeadModeName(HeadMode mode);
 
@@ -31,8 +33,10 @@ struct LoadOptions {
   // matmul the device kernels do not define (it would run on the host, every step).
   bool device = false;
   // The backend runs int8 activations (MatVec::kQ8, ops/backend.h): kAuto keeps a stored head
-  // of a kind those kernels run with integer dot products (core/q8_blocks.h HasQ8Dot, e.g. Q6_K),
-  // which streams faster than the int8-per-row copy through the f32 kernel (docs/speed.md).
+  // of Q8_0 blocks, or of a kind those kernels run with integer dot products (core/q8_blocks.h
+  // HasQ8Dot, e.g. Q6_K) when pack_weight packs it (AVX-512 VNNI), which streams faster than
+  // the int8-per-row copy through the f32 kernel; otherwise (AVX2: Q6_K rows unpacked at 7.5
+  // GB/s) it makes a Q8_0 copy, which the integer kernel streams at twice that (docs/speed.md).
   bool int8_matvec = false;
   int threads = 0;  // for load-time copies; <= 0: all cores
   // The backend's load-time layout for its matmuls (Backend::weight_packer()): every linear

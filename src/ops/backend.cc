@@ -193,6 +193,7 @@ const OpTable& GetOpTable(BackendKind kind, MatVec matvec) {
   static const OpTable cpu_q8_table = [] {
     OpTable t = WithMatMul<cpu::MatMulQ8a, cpu::GeluMul, cpu::ResidualNorm>(MakeCpuTable());
     t.pack_weight = cpu::PackQ8aWeight;
+    t.moe = cpu::MoeQ8a;  // the experts' matmuls too (the ref table's Moe stays in f64)
     return t;
   }();
 #ifdef G4_HAS_CUDA

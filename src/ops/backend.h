@@ -169,7 +169,7 @@ class Backend {
     }
     const auto t0 = OpProfiler::Clock::now();
     ops_.moe(pool_, args);
-    profiler_->Record(profiler_->MatMulCategory(*args.gate_up), t0);
+    profiler_->Record(OpProfiler::kMoe, t0);
     return Status::Ok();
   }
   void Softcap(float* x, int64_t n, float cap) {

@@ -27,8 +27,20 @@ inline bool UsesQ8Activations(const TensorView& w, int64_t T) {
 }
 
 // A backend's load-time layout of a weight for its MatMulQ8a (the CPU's: 16-row panels that
-// decode and prefill stream, kernels/cpu/matmul_q8a_packed.h), or null when it has none for w.
-// The caller points w.quant.panels at the result and keeps it alive while w is used.
-using PackWeightFn = std::shared_ptr<const void> (*)(ThreadPool& pool, const TensorView& w);
+// decode and prefill stream, kernels/cpu/matmul_q8a_packed.h), or null panels when it has none
+// for w. w may be an [E, N, K] expert stack (its E * N rows in order). The caller sets
+// w.quant's panels, panel_rows and panel_bytes from it (SetPanels) and keeps it alive while w
+// is used.
+struct PackedWeight {
+  std::shared_ptr<const void> panels;
+  int64_t panel_rows = 0, panel_bytes = 0;
+};
+using PackWeightFn = PackedWeight (*)(ThreadPool& pool, const TensorView& w);
+
+inline void SetPanels(const PackedWeight& p, TensorView* w) {
+  w->quant.panels = p.panels.get();
+  w->quant.panel_rows = p.panel_rows;
+  w->quant.panel_bytes = p.panel_bytes;
+}
 
 }  // namespace g4

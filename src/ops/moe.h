@@ -101,7 +101,11 @@ inline TensorView ExpertRows(const TensorView& t, int64_t e, int64_t first, int6
                       {rows, K});
   }
   QuantInfo q = t.quant;
-  q.panels = nullptr;  // a whole-tensor repacking does not describe a slice
+  if (q.panels != nullptr && q.panel_rows > 0 && row % q.panel_rows == 0) {
+    q.panels = static_cast<const uint8_t*>(q.panels) + row / q.panel_rows * q.panel_bytes;
+  } else {
+    q.panels = nullptr;  // the slice does not start on a panel: its rows as stored
+  }
   if (q.scales != nullptr && q.group_size > 0) {
     q.scales = static_cast<const uint8_t*>(q.scales) +
                static_cast<size_t>(row * (K / q.group_size)) * DTypeSize(q.scale_dtype);

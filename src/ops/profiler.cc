@@ -17,6 +17,7 @@ const char* OpProfiler::CategoryName(Category c) {
     case kRope: return "rope";
     case kElementwise: return "elementwise";
     case kEmbed: return "embed";
+    case kMoe: return "moe";
     case kNumCategories: break;
   }
   return "?";

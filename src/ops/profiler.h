@@ -30,6 +30,7 @@ class OpProfiler {
     kRope,
     kElementwise,  // gelu*up, residual add, scale, softcap
     kEmbed,
+    kMoe,  // a mixture-of-experts block: routing and the chosen experts' matmuls
     kNumCategories
   };
   using Clock = std::chrono::steady_clock;

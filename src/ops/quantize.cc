@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/gguf_blocks.h"
+#include "ops/quantize_gguf.h"
 
 namespace g4 {
 namespace {
@@ -70,12 +71,20 @@ StatusOr<QuantizedWeight> QuantizeWeight(ThreadPool& pool, const TensorView& w, 
                            ShapeToString(w.shape) + " " + StorageName(w));
   }
   const int64_t N = w.dim(0), K = w.dim(1);
-  if (kind == QuantKind::kNone || group <= 0 || K % group != 0 || !IsFloat(scale_dtype)) {
+  const bool to_gguf = IsGgufBlock(kind);  // blocks carry their scales: group is theirs
+  const BlockFormat f = to_gguf ? GgufBlockFormat(kind) : BlockFormat{};
+  if (to_gguf) {
+    if (!CanQuantizeGguf(kind) || K % f.elems != 0) {
+      return InvalidArgument(std::string("QuantizeWeight: no ") + QuantKindName(kind) +
+                             " quantizer for K = " + std::to_string(K));
+    }
+    group = f.elems;
+  } else if (kind == QuantKind::kNone || group <= 0 || K % group != 0 || !IsFloat(scale_dtype)) {
     return InvalidArgument("QuantizeWeight: group " + std::to_string(group) +
                            " does not divide K = " + std::to_string(K));
   }
-  const int64_t row_bytes = QuantRowBytes(kind, K);
-  const int64_t groups = K / group;
+  const int64_t row_bytes = to_gguf ? K / f.elems * f.bytes : QuantRowBytes(kind, K);
+  const int64_t groups = to_gguf ? 0 : K / group;
   const size_t data_bytes = static_cast<size_t>(N * row_bytes);
   const size_t scale_bytes = static_cast<size_t>(N * groups) * DTypeSize(scale_dtype);
   // One allocation: packed rows, then the scales (64-byte aligned so the scale rows start on a
@@ -98,13 +107,17 @@ StatusOr<QuantizedWeight> QuantizeWeight(ThreadPool& pool, const TensorView& w, 
       } else {
         for (int64_t k = 0; k < K; ++k) row[static_cast<size_t>(k)] = w.at(n * K + k);
       }
+      if (to_gguf) {  // K and kind were checked above: it cannot fail
+        (void)QuantizeGgufRow(kind, row.data(), K, data + n * row_bytes);
+        continue;
+      }
       QuantizeRow(row.data(), K, kind, group, scale_dtype, data + n * row_bytes,
                   scales + static_cast<size_t>(n * groups) * DTypeSize(scale_dtype));
     }
   });
   QuantizedWeight q;
-  q.view = TensorView(data, kind == QuantKind::kInt4Group ? DType::kU8 : DType::kI8, {N, K},
-                      QuantInfo{kind, scales, scale_dtype, group, row_bytes});
+  q.view = TensorView(data, kind == QuantKind::kInt8Group ? DType::kI8 : DType::kU8, {N, K},
+                      QuantInfo{kind, to_gguf ? nullptr : scales, scale_dtype, group, row_bytes});
   q.storage = std::shared_ptr<const void>(buf, buf.get());
   return q;
 }

@@ -33,8 +33,9 @@ struct QuantizedWeight {
 };
 
 // Quantizes a float [N, K] weight (F32/BF16/F16, or GGUF blocks, decoded row by row) on
-// `pool`. InvalidArgument if w is not a 2-D float or GGUF block tensor, or group does not
-// divide K.
+// `pool`, into int4 / int8 groups, or into GGUF blocks of a kind with a quantizer
+// (ops/quantize_gguf.h; group and scale_dtype are then the block's own). InvalidArgument if w
+// is not a 2-D float or GGUF block tensor, or group (the block) does not divide K.
 StatusOr<QuantizedWeight> QuantizeWeight(ThreadPool& pool, const TensorView& w, QuantKind kind,
                                          int64_t group, DType scale_dtype);
 

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "kernels/ref/kernels.h"
 #include "kernels/test_util.h"
 #include "ops/quantize.h"
+#include "ops/quantize_gguf.h"
 
 namespace g4 {
 namespace {
@@ -168,6 +170,49 @@ TEST(GgufQuantize, Int8CopyOfBlocksTracksDecodedRows) {
       }
     }
   }
+}
+
+// The Q8_0 head copy (HeadMode::kQ8_0: int8 activations where the stored head is not packed):
+// every row is exactly QuantizeGgufRow(Q8_0) of the decoded row, for float and block sources;
+// a kind without a quantizer, or a K the block does not divide, is refused with its name.
+TEST(GgufQuantize, Q8_0CopyIsTheDecodedRowsQuantized) {
+  ThreadPool pool(3);
+  uint32_t seed = 31;
+  for (QuantKind kind : testing::kGgufKinds) {
+    const int64_t elems = GgufBlockFormat(kind).elems;
+    const int64_t N = 21, K = 2 * std::max<int64_t>(elems, 32);
+    const testing::GgufTensor w(kind, N, K, /*misalign=*/true, seed++);
+    auto q = QuantizeWeight(pool, w.view(), QuantKind::kQ8_0, 0, DType::kF32);
+    ASSERT_TRUE(q.ok()) << QuantKindName(kind) << ": " << q.status().ToString();
+    ASSERT_EQ(q->view.quant.kind, QuantKind::kQ8_0);
+    ASSERT_EQ(q->view.quant.row_bytes, K / 32 * 34);
+    std::vector<float> row(static_cast<size_t>(K));
+    std::vector<uint8_t> want(static_cast<size_t>(K / 32 * 34));
+    for (int64_t n = 0; n < N; ++n) {
+      DequantizeGgufRow(kind,
+                        static_cast<const uint8_t*>(w.view().data) + n * w.view().quant.row_bytes,
+                        K, row.data());
+      ASSERT_TRUE(QuantizeGgufRow(QuantKind::kQ8_0, row.data(), K, want.data()).ok());
+      ASSERT_EQ(std::memcmp(static_cast<const uint8_t*>(q->view.data) + n * q->view.quant.row_bytes,
+                            want.data(), want.size()),
+                0)
+          << QuantKindName(kind) << " n=" << n;
+    }
+  }
+  const std::vector<float> f = testing::RandomFloats(3 * 64, 5);
+  const TensorView floats(f.data(), DType::kF32, {3, 64});
+  auto q = QuantizeWeight(pool, floats, QuantKind::kQ8_0, 0, DType::kF32);
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  std::vector<uint8_t> want(2 * 34);
+  ASSERT_TRUE(QuantizeGgufRow(QuantKind::kQ8_0, f.data() + 64, 64, want.data()).ok());
+  EXPECT_EQ(std::memcmp(static_cast<const uint8_t*>(q->view.data) + 68, want.data(), 68), 0);
+  auto bad = QuantizeWeight(pool, TensorView(f.data(), DType::kF32, {4, 48}), QuantKind::kQ8_0, 0,
+                            DType::kF32);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("q8_0"), std::string::npos) << bad.status().message();
+  auto q5 = QuantizeWeight(pool, floats, QuantKind::kQ5_0, 0, DType::kF32);
+  ASSERT_FALSE(q5.ok());
+  EXPECT_NE(q5.status().message().find("q5_0"), std::string::npos) << q5.status().message();
 }
 
 }  // namespace

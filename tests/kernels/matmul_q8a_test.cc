@@ -201,8 +201,9 @@ INSTANTIATE_TEST_SUITE_P(KindsPoolsTargets, MatMulQ8aTest,
 // unpacked rows (Q6_K: blocks of 256, so the same block counts up to K = 8192): N that
 // leaves a partial last panel and odd panel counts (the tiles take panels two at a time), odd
 // block counts (a zero block completes the last pair), T = 1 (decode) and T past the tiles of 4
-// rows of x, 1 and 3 threads; then the same views with the target pinned below AVX-512, where
-// the panels are ignored and the per-row kernels read the rows.
+// rows of x, 1 and 3 threads; then the same views with the target pinned to AVX2 (Q4_0: the
+// AVX2 panel kernel; other kinds: the per-row kernels) and to the last target, where the panels
+// are ignored.
 class MatMulQ8aPackedTest : public ::testing::TestWithParam<std::tuple<QuantKind, int>> {};
 
 TEST_P(MatMulQ8aPackedTest, PanelsMatchRef) {
@@ -220,14 +221,14 @@ TEST_P(MatMulQ8aPackedTest, PanelsMatchRef) {
       SCOPED_TRACE("T=" + std::to_string(T) + " K=" + std::to_string(K) +
                    " N=" + std::to_string(N));
       const GgufTensor w(kind, N, K, /*misalign=*/true, seed++);
-      const std::shared_ptr<const void> panels = cpu::PackQ8aWeight(pool, w.view());
-      if (!panels) GTEST_SKIP() << "no AVX-512 VNNI here: weights are not packed";
+      const PackedWeight panels = cpu::PackQ8aWeight(pool, w.view());
+      if (!panels.panels) GTEST_SKIP() << "this CPU's path does not pack " << QuantKindName(kind);
       TensorView packed = w.view();
-      packed.quant.panels = panels.get();
+      SetPanels(panels, &packed);
       const FloatBuffer x(RandomFloats(T * K, seed++), /*misalign=*/true);
       std::vector<float> ref(static_cast<size_t>(T * N));
       ref::MatMulQ8a(pool, w.view(), x.data(), T, ref.data());
-      for (const std::string& target : {targets.front(), std::string("AVX2")}) {
+      for (const std::string& target : {targets.front(), std::string("AVX2"), targets.back()}) {
         const testing::ScopedTarget scoped_target(target);
         if (!scoped_target.ok()) continue;  // AVX2 not compiled in
         SCOPED_TRACE(target);
@@ -251,22 +252,34 @@ TEST(MatMulQ8a, KernelFollowsThePinnedTarget) {
   const std::string best = cpu::MatMulQ8aKernel();
   {
     const testing::ScopedTarget avx2("AVX2");
-    if (avx2.ok()) EXPECT_STREQ(cpu::MatMulQ8aKernel(), "avx2");
+    if (avx2.ok()) {
+      EXPECT_STREQ(cpu::MatMulQ8aKernel(), "avx2");
+    }
   }
   {
     const testing::ScopedTarget scalar(testing::Targets().back());
     ASSERT_TRUE(scalar.ok());
-    if (testing::Targets().size() > 1) EXPECT_STRNE(cpu::MatMulQ8aKernel(), "vnni512");
+    if (testing::Targets().size() > 1) {
+      EXPECT_STRNE(cpu::MatMulQ8aKernel(), "vnni512");
+    }
   }
   EXPECT_EQ(cpu::MatMulQ8aKernel(), best);
 }
 
-// Kinds without panels are not packed (their calls keep the per-row kernels).
+// Kinds without panels are not packed (their calls keep the per-row kernels); on the avx2 path
+// only Q4_0 is (Q5_0's fifth bits are mask adds, Q8_0's unsigned pairs overflow vpmaddubsw).
 TEST(MatMulQ8aPacked, OnlyTheKindsWithPanelsAreRepacked) {
   ThreadPool pool(1);
   for (QuantKind kind : {QuantKind::kQ4_K, QuantKind::kQ4_1}) {
     const GgufTensor w(kind, 3, 256, /*misalign=*/false, 5);
-    EXPECT_EQ(cpu::PackQ8aWeight(pool, w.view()), nullptr) << QuantKindName(kind);
+    EXPECT_EQ(cpu::PackQ8aWeight(pool, w.view()).panels, nullptr) << QuantKindName(kind);
+  }
+  const testing::ScopedTarget avx2("AVX2");
+  if (!avx2.ok()) GTEST_SKIP() << "AVX2 is not available here";
+  for (QuantKind kind : {QuantKind::kQ4_0, QuantKind::kQ5_0, QuantKind::kQ8_0, QuantKind::kQ6_K}) {
+    const GgufTensor w(kind, 3, 256, /*misalign=*/false, 5);
+    EXPECT_EQ(cpu::PackQ8aWeight(pool, w.view()).panels != nullptr, kind == QuantKind::kQ4_0)
+        << QuantKindName(kind);
   }
 }
 

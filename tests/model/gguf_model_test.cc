@@ -9,7 +9,8 @@
 //  - broken files fail with errors naming the architecture, the missing tensor, the shape;
 //  - MoE (26B-A4B layout, from the transformers case tests/data/hf/hf-26b-a4b-like): the F32
 //    file gives transformers' logits; Q8_0 experts (ffn_gate_up_exps) and Q4_0 experts in
-//    llama.cpp's split layout (ffn_gate_exps + ffn_up_exps) give their twins' logits.
+//    llama.cpp's split layout (ffn_gate_exps + ffn_up_exps) give their twins' logits, and under
+//    int8 activations their stacks packed into panels give what the stored rows give.
 // Without the test venv (scripts/setup.sh) the fixtures are absent: skipped, failed under CI.
 #include <gtest/gtest.h>
 
@@ -208,6 +209,66 @@ TEST_P(GgufMoeTwinTest, MatchesDequantizedTwin) {
   EXPECT_EQ((*m)->config().moe_split_gate_up, tag.starts_with("split"));
   ExpectMatchesTwin(FixtureDir() + "/moe-" + tag + ".gguf", FixtureDir() + "/twin-moe-" + tag,
                     testing::ReadIds(MoeCaseDir() + "/input_ids.json"));
+}
+
+// --matvec q8 (int8 activations) as g4 loads it: the expert stacks, like the linears, are
+// packed into panels where this CPU packs their kind (AVX2: Q4_0; AVX-512 VNNI: both), and
+// each expert's slice reads its own. The packed model gives the logits of the same model read
+// from the stored rows, on the same q8 backend, up to f32 summation order.
+TEST_P(GgufMoeTwinTest, PackedExpertsGiveTheRowsLogits) {
+  REQUIRE_FIXTURES();
+  const std::string path = FixtureDir() + "/moe-" + std::string(GetParam()) + ".gguf";
+  const std::vector<int32_t> ids = testing::ReadIds(MoeCaseDir() + "/input_ids.json");
+  Backend q8(BackendKind::kCpu, 0, MatVec::kQ8);
+  ASSERT_TRUE(q8.status().ok()) << q8.status().ToString();
+  LoadOptions rows;
+  rows.head = HeadMode::kAsStored;
+  LoadOptions packed = rows;
+  packed.pack_weight = q8.weight_packer();
+  auto a = Gemma4Model::Load(path, rows);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  auto b = Gemma4Model::Load(path, packed);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  const TensorView& stack = (*b)->weights().layers[0].experts_gate_up;
+  if (stack.quant.panels == nullptr) {
+    GTEST_SKIP() << "this CPU's int8 path does not pack " << QuantKindName(stack.quant.kind);
+  }
+  EXPECT_EQ(stack.quant.panel_rows, 16);
+  auto want = (*a)->Forward(q8, ids);
+  ASSERT_TRUE(want.ok()) << want.status().ToString();
+  auto got = (*b)->Forward(q8, ids);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  const Diff d = Compare(*got, *want, 512);
+  std::printf("%s packed vs rows, q8: max|diff| / max|ref| = %.2e\n", path.c_str(),
+              d.max_abs / d.max_ref);
+  EXPECT_LE(d.max_abs, 1e-3 * d.max_ref);
+  EXPECT_EQ(d.argmax_mismatches, 0);
+}
+
+// The head under int8 activations (HeadMode::kAuto): a Q6_K table stays as stored where the
+// backend packs Q6_K (AVX-512 VNNI) and becomes Q8_0 blocks where it does not (AVX2: its rows
+// unpack at half the speed). Without int8 activations the int8-per-row copy stays.
+TEST_F(GgufModelTest, Int8ActivationsKeepAPackedHeadElseCopyItToQ8_0) {
+  REQUIRE_FIXTURES();
+  const std::string path = FixtureDir() + "/model-q6_k.gguf";
+  Backend q8(BackendKind::kCpu, 0, MatVec::kQ8);
+  LoadOptions int8;
+  int8.int8_matvec = true;
+  int8.pack_weight = q8.weight_packer();
+  auto m = Gemma4Model::Load(path, int8);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const TensorView& embed = (*m)->weights().embed;
+  ASSERT_EQ(embed.quant.kind, QuantKind::kQ6_K);
+  TensorView probe = embed;
+  probe.shape = {16, embed.dim(1)};
+  ThreadPool pool(1);
+  const bool packs = q8.weight_packer()(pool, probe).panels != nullptr;
+  const TensorView& head = (*m)->lm_head();
+  EXPECT_EQ(head.quant.kind, packs ? QuantKind::kQ6_K : QuantKind::kQ8_0);
+  EXPECT_EQ(head.data == embed.data, packs);
+  auto exact = Gemma4Model::Load(path);
+  ASSERT_TRUE(exact.ok()) << exact.status().ToString();
+  EXPECT_EQ((*exact)->lm_head().quant.kind, QuantKind::kInt8Group);
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, GgufMoeTwinTest, ::testing::Values("q8_0", "split-q4_0"),

@@ -271,16 +271,26 @@ TEST_F(QuantModelTest, AutoHeadIsQ8ForW4A16AndAsStoredForFloat) {
   auto q8_on_device = LoadOrDie(TestDir("w4a16"), HeadMode::kQ8, /*device=*/true);
   ASSERT_TRUE(q8_on_device);
   EXPECT_EQ(q8_on_device->weights().lm_head.quant.kind, QuantKind::kInt8Group);
+  // With int8 activations a bf16 head (never packed) becomes Q8_0 blocks, which the integer
+  // kernels read; MatMulQ8a then gives the int8-activation matmul of that copy.
+  LoadOptions int8;
+  int8.int8_matvec = true;
+  int8.pack_weight = Backend(BackendKind::kCpu, 1, MatVec::kQ8).weight_packer();
+  auto w4_int8 = Gemma4Model::Load(TestDir("w4a16").string(), int8);
+  ASSERT_TRUE(w4_int8.ok()) << w4_int8.status().ToString();
+  EXPECT_EQ((*w4_int8)->weights().lm_head.quant.kind, QuantKind::kQ8_0);
+  EXPECT_EQ((*w4_int8)->weights().lm_head.shape, (*w4_int8)->weights().embed.shape);
 }
 
 // The logits error of the quantized head copies against the same W4A16 model with its bf16 head,
-// relative to max |logit|, over 11 positions (measured: q8 0.6%, q4 13% on this random tiny
-// model; docs/speed.md has the E2B figures from `g4 bench --head-error`).
+// relative to max |logit|, over 11 positions (measured: q8 0.6%, q4 13%, q8_0 0.6% on this random
+// tiny model; docs/speed.md has the E2B figures from `g4 bench --head-error`).
 TEST_F(QuantModelTest, QuantizedHeadErrorIsSmall) {
   std::vector<float> base;
   base = Logits(*LoadOrDie(TestDir("w4a16"), HeadMode::kAsStored), BackendKind::kCpu);
   const double scale = MaxAbs(base);
-  for (auto [mode, bound] : {std::pair{HeadMode::kQ8, 0.01}, {HeadMode::kQ4, 0.25}}) {
+  for (auto [mode, bound] :
+       {std::pair{HeadMode::kQ8, 0.01}, {HeadMode::kQ4, 0.25}, {HeadMode::kQ8_0, 0.01}}) {
     const std::vector<float> l = Logits(*LoadOrDie(TestDir("w4a16"), mode), BackendKind::kCpu);
     const double err = MaxAbsDiff(l, base) / scale;
     std::printf("head %s: max |logits - bf16 head| = %.3g of max |logit|\n", HeadModeName(mode), err);

@@ -251,14 +251,14 @@ StatusOr<std::vector<float>> HeadLogits(const std::string& dir, HeadMode mode, B
   return m->Forward(be, prompt);
 }
 
-// Error of the q8 and q4 head copies against the bf16 head on `prompt`: max |diff| / max |logit|,
-// rms diff / rms logit, top-1 agreement, mean KL(bf16 || quantized) in nats.
+// Error of the q8, q4 and q8_0 head copies against the bf16 head on `prompt`: max |diff| /
+// max |logit|, rms diff / rms logit, top-1 agreement, mean KL(bf16 || quantized) in nats.
 StatusOr<ordered_json> HeadError(const std::string& dir, Backend& be, const ModelInfo& c,
                                  const std::vector<int32_t>& prompt) {
   G4_ASSIGN_OR_RETURN(const std::vector<float> base, HeadLogits(dir, HeadMode::kAsStored, be, prompt));
   const int64_t V = c.vocab_size, T = static_cast<int64_t>(prompt.size());
   ordered_json out;
-  for (HeadMode mode : {HeadMode::kQ8, HeadMode::kQ4}) {
+  for (HeadMode mode : {HeadMode::kQ8, HeadMode::kQ4, HeadMode::kQ8_0}) {
     G4_ASSIGN_OR_RETURN(const std::vector<float> q, HeadLogits(dir, mode, be, prompt));
     double max_ref = 0, max_diff = 0, ss_ref = 0, ss_diff = 0, kl = 0;
     int64_t agree = 0;

@@ -53,7 +53,7 @@ void MatMulQ8a(ThreadPool& pool, const TensorView& w, const float* x, int64_t T,
 const char* MatMulQ8aKernel();
 // MatMulQ8a's load-time layout of w (PackWeightFn, ops/matmul_q8a.h): 16-row panels of Q4_0 /
 // Q5_0 / Q8_0 / Q6_K rows (matmul_q8a_packed.h) where the vnni512 path runs; null otherwise.
-std::shared_ptr<const void> PackQ8aWeight(ThreadPool& pool, const TensorView& w);
+PackedWeight PackQ8aWeight(ThreadPool& pool, const TensorView& w);
 void RmsNorm(ThreadPool& pool, const float* x, const TensorView& w, int64_t R, int64_t D, float eps,
              float* out);
 void Attention(ThreadPool& pool, const AttentionArgs& a);
@@ -65,7 +65,9 @@ void Embed(ThreadPool& pool, const TensorView& table, const int32_t* ids, int64_
 void Add(ThreadPool& pool, const float* a, const float* b, int64_t n, float* out);
 void Scale(ThreadPool& pool, float* x, int64_t n, float s);
 void ResidualNorm(ThreadPool& pool, const ResidualNormArgs& a);
-// Experts grouped by expert over cpu::MatMul (moe.cc).
+// Experts grouped by expert over cpu::MatMul (moe.cc); MoeQ8a over cpu::MatMulQ8a, for the
+// table with int8 activations.
 void Moe(ThreadPool& pool, const MoeArgs& a);
+void MoeQ8a(ThreadPool& pool, const MoeArgs& a);
 
 }  // namespace g4::cpu

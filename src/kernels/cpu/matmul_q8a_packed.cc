@@ -42,6 +42,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #define G4_TARGET_VNNI \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,f16c,fma")))
+#define G4_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
 #else
 #define G4_Q8P_X86 0
 #endif
@@ -49,7 +50,7 @@
 namespace g4::cpu {
 namespace {
 
-constexpr int64_t kRows = 16;
+constexpr int64_t kRows = kQ8aPanelRows;
 
 struct Layout {
   QuantKind kind;
@@ -135,6 +136,14 @@ void QuantizeRows(ThreadPool& pool, const Layout& l, const float* x, int64_t T, 
   };
   if (T == 1) return rows(0, 1);
   pool.ParallelFor(T, 1, rows);
+}
+
+// x's rows quantized (QuantizeRows) into the calling thread's buffer, which the workers read
+// through the reference (a thread_local named inside their lambdas would be each one's own).
+const PackedX& CallerX(ThreadPool& pool, const Layout& l, const float* x, int64_t T) {
+  thread_local PackedX caller_x;
+  QuantizeRows(pool, l, x, T, caller_x);
+  return caller_x;
 }
 
 #if G4_Q8P_X86
@@ -335,6 +344,105 @@ void Run(ThreadPool& pool, const Layout& l, const uint8_t* packed, const PackedX
     GemmPanels<kKind>(l, packed, x, T, b, e, y);
   });
 }
+
+// ---- avx2, Q4_0 ---------------------------------------------------------------------------
+// The same panels without vpdpbusd: a 64-byte line is two halves of 8 rows; vpmaddubsw sums
+// pairs of u * xq into int16 and vpmaddwd the pairs of pairs into the row's int32. The 8
+// products a lane gathers over a block's 4 lines (low and high nibbles) stay within int16:
+// 8 * 2 * 15 * 127 = 30480, so they are summed in int16 and widened once per block. Per 32
+// weights of a row that is about 4 instructions, against 13 for the per-row kernel (a scale
+// convert and broadcast, a horizontal chain per row; matmul_q8a.cc). Q5_0 (mask adds) and Q8_0
+// (u up to 255: pairs overflow int16) stay on the per-row kernels here. The int32 sums are the
+// per-row kernels' and ref::MatMulQ8a's (exact); only the f32 order of the blocks' sum differs.
+
+G4_TARGET_AVX2 inline __m256i Broadcast4Avx2(const int8_t* xq, int64_t i) {
+  int32_t four;
+  std::memcpy(&four, xq + i, 4);
+  return _mm256_set1_epi32(four);
+}
+
+// Panel p against kX rows of x from t0, stored into y: [T, N]. A line's nibbles are unpacked
+// once for the kX rows of x; a block's int16 sums are widened once, shifted by -8 * sum(x) and
+// scaled (lanes 0-7: rows 0-7 of the panel, then rows 8-15).
+template <int kX>
+G4_TARGET_AVX2 void TileQ4_0Avx2(const Layout& l, const uint8_t* packed, const PackedX& x,
+                                 int64_t p, int64_t t0, float* y) {
+  using K = Kind<QuantKind::kQ4_0>;
+  const int64_t kp = 2 * l.pairs * kQ8Block, bp = 2 * l.pairs;
+  const uint8_t* panel = packed + p * l.panel_bytes;
+  const __m256i low4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+  __m256 acc[kX][2];
+  for (int t = 0; t < kX; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < l.blocks; ++b) {
+    const uint8_t* pair = panel + b / 2 * K::kPairBytes;
+    if (b % 2 == 0 && t0 == 0) {
+      for (int64_t off = 0; off < K::kPairBytes; off += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(pair + kAhead + off), _MM_HINT_T0);
+      }
+    }
+    const uint8_t* block = pair + b % 2 * K::kBlockBytes;
+    __m256i s[kX][2];
+    for (int t = 0; t < kX; ++t) s[t][0] = s[t][1] = _mm256_setzero_si256();
+    for (int k = 0; k < 4; ++k) {
+      const __m256i v0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(block + 64 * k));
+      const __m256i v1 =
+          _mm256_load_si256(reinterpret_cast<const __m256i*>(block + 64 * k + 32));
+      const __m256i lo0 = _mm256_and_si256(v0, low4), lo1 = _mm256_and_si256(v1, low4);
+      const __m256i hi0 = _mm256_and_si256(_mm256_srli_epi16(v0, 4), low4);
+      const __m256i hi1 = _mm256_and_si256(_mm256_srli_epi16(v1, 4), low4);
+      for (int t = 0; t < kX; ++t) {
+        const int8_t* xb = x.xq.data() + (t0 + t) * kp + b * kQ8Block;
+        const __m256i xl = Broadcast4Avx2(xb, 4 * k), xh = Broadcast4Avx2(xb, 16 + 4 * k);
+        s[t][0] = _mm256_add_epi16(s[t][0], _mm256_add_epi16(_mm256_maddubs_epi16(lo0, xl),
+                                                             _mm256_maddubs_epi16(hi0, xh)));
+        s[t][1] = _mm256_add_epi16(s[t][1], _mm256_add_epi16(_mm256_maddubs_epi16(lo1, xl),
+                                                             _mm256_maddubs_epi16(hi1, xh)));
+      }
+    }
+    const uint8_t* scales = pair + 2 * K::kBlockBytes + 32 * (b % 2);
+    const __m256 sc0 = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(scales)));
+    const __m256 sc1 =
+        _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(scales + 16)));
+    for (int t = 0; t < kX; ++t) {
+      const size_t at = static_cast<size_t>((t0 + t) * bp + b);
+      const __m256i corr = _mm256_set1_epi32(-8 * x.sx[at]);
+      const __m256 dx = _mm256_set1_ps(x.dx[at]);
+      const __m256i d0 = _mm256_add_epi32(_mm256_madd_epi16(s[t][0], ones), corr);
+      const __m256i d1 = _mm256_add_epi32(_mm256_madd_epi16(s[t][1], ones), corr);
+      acc[t][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d0), _mm256_mul_ps(sc0, dx), acc[t][0]);
+      acc[t][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d1), _mm256_mul_ps(sc1, dx), acc[t][1]);
+    }
+  }
+  const int64_t rows = std::min(kRows, l.N - p * kRows);
+  for (int t = 0; t < kX; ++t) {
+    float* out = y + (t0 + t) * l.N + p * kRows;
+    if (rows == kRows) {
+      _mm256_storeu_ps(out, acc[t][0]);
+      _mm256_storeu_ps(out + 8, acc[t][1]);
+    } else {
+      alignas(32) float full[kRows];
+      _mm256_store_ps(full, acc[t][0]);
+      _mm256_store_ps(full + 8, acc[t][1]);
+      std::copy_n(full, rows, out);
+    }
+  }
+}
+
+// Panels [begin, end) against every row of x (T of them; y: [T, N]), in tiles of 4 rows of x;
+// each panel stays in L1/L2 while the rows of x pass over it.
+G4_TARGET_AVX2 void PanelsQ4_0Avx2(const Layout& l, const uint8_t* packed, const PackedX& x,
+                                   int64_t T, int64_t begin, int64_t end, float* y) {
+  for (int64_t p = begin; p < end; ++p) {
+    for (int64_t t0 = 0; t0 < T; t0 += 4) {
+      switch (std::min<int64_t>(4, T - t0)) {
+        case 1: TileQ4_0Avx2<1>(l, packed, x, p, t0, y); break;
+        case 2: TileQ4_0Avx2<2>(l, packed, x, p, t0, y); break;
+        case 3: TileQ4_0Avx2<3>(l, packed, x, p, t0, y); break;
+        default: TileQ4_0Avx2<4>(l, packed, x, p, t0, y); break;
+      }
+    }
+  }
+}
 #endif  // G4_Q8P_X86
 
 }  // namespace
@@ -345,8 +453,8 @@ bool PacksQ8aPanels(QuantKind kind, int64_t K) {
          K > 0 && K % kQ8Block == 0;
 }
 
-std::shared_ptr<const void> PackQ8aPanels(ThreadPool& pool, const TensorView& w) {
-  if (w.shape.size() != 2 || !PacksQ8aPanels(w.quant.kind, w.dim(1))) return nullptr;
+PackedWeight PackQ8aPanels(ThreadPool& pool, const TensorView& w) {
+  if (w.shape.size() != 2 || !PacksQ8aPanels(w.quant.kind, w.dim(1))) return {};
   const bool q6k = w.quant.kind == QuantKind::kQ6_K;
   const Layout l = LayoutOf(w.quant.kind, w.dim(0), w.dim(1));
   const int64_t panel_bytes = q6k ? Q6KPanelBytes(w.dim(1)) : l.panel_bytes;
@@ -355,7 +463,7 @@ std::shared_ptr<const void> PackQ8aPanels(ThreadPool& pool, const TensorView& w)
   // 2 MiB-aligned so that transparent huge pages can back it (fewer TLB misses on a stream).
   const size_t align = bytes >= kHuge ? kHuge : 64;
   void* raw = std::aligned_alloc(align, (bytes + align - 1) / align * align);
-  if (raw == nullptr) return nullptr;
+  if (raw == nullptr) return {};
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   if (align == kHuge) madvise(raw, (bytes + align - 1) / align * align, MADV_HUGEPAGE);
 #endif
@@ -370,22 +478,36 @@ std::shared_ptr<const void> PackQ8aPanels(ThreadPool& pool, const TensorView& w)
       }
     }
   });
-  return out;
+  return {std::move(out), kRows, panel_bytes};
 }
 
 void MatMulQ8aPacked(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y) {
   if (w.quant.kind == QuantKind::kQ6_K) return MatMulQ8aPackedQ6K(pool, w, x, T, y);
 #if G4_Q8P_X86
   const Layout l = LayoutOf(w.quant.kind, w.dim(0), w.dim(1));
-  thread_local PackedX caller_x;
-  PackedX& q = caller_x;  // named through a reference: the workers read the caller's
-  QuantizeRows(pool, l, x, T, q);
+  const PackedX& q = CallerX(pool, l, x, T);
   const uint8_t* packed = static_cast<const uint8_t*>(w.quant.panels);
   switch (l.kind) {
     case QuantKind::kQ4_0: return Run<QuantKind::kQ4_0>(pool, l, packed, q, T, y);
     case QuantKind::kQ5_0: return Run<QuantKind::kQ5_0>(pool, l, packed, q, T, y);
     default: return Run<QuantKind::kQ8_0>(pool, l, packed, q, T, y);
   }
+#else
+  (void)pool, (void)w, (void)x, (void)T, (void)y;
+#endif
+}
+
+void MatMulQ8aPackedAvx2(ThreadPool& pool, const TensorView& w, const float* x, int64_t T,
+                         float* y) {
+#if G4_Q8P_X86
+  const Layout l = LayoutOf(w.quant.kind, w.dim(0), w.dim(1));
+  const PackedX& q = CallerX(pool, l, x, T);
+  const uint8_t* packed = static_cast<const uint8_t*>(w.quant.panels);
+  // Decode: chunks of at least 64 KiB, as the vnni512 kernel; prefill: a panel at a time.
+  const int64_t grain = T == 1 ? std::max<int64_t>(1, (int64_t{64} << 10) / l.panel_bytes) : 1;
+  pool.ParallelFor(l.panels, grain, [&](int64_t b, int64_t e) {
+    PanelsQ4_0Avx2(l, packed, q, T, b, e, y);
+  });
 #else
   (void)pool, (void)w, (void)x, (void)T, (void)y;
 #endif

@@ -11,18 +11,24 @@
 
 #include "core/tensor.h"
 #include "core/thread_pool.h"
+#include "ops/matmul_q8a.h"
 
 namespace g4::cpu {
+
+inline constexpr int64_t kQ8aPanelRows = 16;
 
 // Whether PackQ8aPanels packs weights of this kind (and K: a multiple of 32).
 bool PacksQ8aPanels(QuantKind kind, int64_t K);
 
-// The panels of w (PacksQ8aPanels), built on the pool's threads; the caller points
-// w.quant.panels at them and keeps them alive while w is used.
-std::shared_ptr<const void> PackQ8aPanels(ThreadPool& pool, const TensorView& w);
+// The panels of a 2-D w (PacksQ8aPanels), built on the pool's threads; the caller sets them in
+// w.quant (SetPanels) and keeps them alive while w is used.
+PackedWeight PackQ8aPanels(ThreadPool& pool, const TensorView& w);
 
 // y: [T, N] = x: [T, K] w^T with x's rows quantized as MatMulQ8a does, through w.quant.panels.
 // Only where AVX-512 F/BW/VL + VNNI run (the caller's path choice).
 void MatMulQ8aPacked(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y);
+// The same for Q4_0 panels where AVX2 runs (and AVX-512 VNNI does not, or a test pinned AVX2).
+void MatMulQ8aPackedAvx2(ThreadPool& pool, const TensorView& w, const float* x, int64_t T,
+                         float* y);
 
 }  // namespace g4::cpu

@@ -277,21 +277,39 @@ void PackWeights(const std::vector<TensorSlot>& slots, const LoadOptions& option
   if (options.pack_weight == nullptr) return;
   ThreadPool pool(options.threads);
   const auto pack = [&](TensorView* v) {
-    std::shared_ptr<const void> panels = options.pack_weight(pool, *v);
-    if (!panels) return;
-    v->quant.panels = panels.get();
-    w->owned.push_back(std::move(panels));
+    PackedWeight packed = options.pack_weight(pool, *v);
+    if (!packed.panels) return;
+    SetPanels(packed, v);
+    w->owned.push_back(std::move(packed.panels));
     // Only the panels are read from now on (a tied head's embedding rows fault back in when
     // gathered). Packed kinds are GGUF blocks: read-only file mappings.
     ReleaseMappedPages(v->data, v->nbytes());
   };
   for (const TensorSlot& s : slots) {
-    if (s.role == TensorRole::kRequired && s.view != nullptr && s.linear() && !s.view->empty()) {
+    // Linears, and expert stacks (each expert's slice reads its own panels, ExpertRows).
+    const bool matmul = s.linear() || s.init == TensorSlot::Init::kExperts;
+    if (s.role == TensorRole::kRequired && s.view != nullptr && matmul && !s.view->empty()) {
       pack(s.view);
     }
   }
   pack(&w->lm_head);
 }
+
+namespace {
+
+// Whether the backend's load-time packer (LoadOptions::pack_weight) packs a head of this kind:
+// asked of its first 16 rows, a few KB, not of the whole table.
+bool HeadIsPacked(const TensorView& embed, const LoadOptions& options) {
+  if (options.pack_weight == nullptr || !HasQ8Dot(embed.quant.kind) || embed.dim(0) < 16) {
+    return false;
+  }
+  TensorView rows = embed;
+  rows.shape = {16, embed.dim(1)};
+  ThreadPool pool(1);
+  return options.pack_weight(pool, rows).panels != nullptr;
+}
+
+}  // namespace
 
 Status MakeLmHead(ModelWeights* w, const LoadOptions& options) {
   HeadMode mode = options.head;
@@ -300,20 +318,27 @@ Status MakeLmHead(ModelWeights* w, const LoadOptions& options) {
     // faster to stream than bf16, and than Q6_K / Q4_K blocks too (their unpacking costs more
     // than the bytes they save; docs/speed.md). Q8_0 blocks are already int8, kept as stored.
     // A device keeps the stored head (load_options.h).
-    // With int8 activations any block kind with an integer kernel is kept too.
-    const bool stored_is_int8 =
-        w->embed.quantized() && (w->embed.quant.kind == QuantKind::kQ8_0 ||
-                                 (options.int8_matvec && HasQ8Dot(w->embed.quant.kind)));
-    mode = !options.device && AnyQuantizedLinear(*w) && !stored_is_int8 ? HeadMode::kQ8
-                                                                         : HeadMode::kAsStored;
+    // With int8 activations a block kind the backend packs is kept too; any other head becomes
+    // Q8_0 blocks, which the integer kernels stream at full speed.
+    const bool stored_is_int8 = w->embed.quantized() &&
+                                (w->embed.quant.kind == QuantKind::kQ8_0 ||
+                                 (options.int8_matvec && HeadIsPacked(w->embed, options)));
+    if (options.device || !AnyQuantizedLinear(*w) || stored_is_int8) {
+      mode = HeadMode::kAsStored;
+    } else {
+      mode = options.int8_matvec ? HeadMode::kQ8_0 : HeadMode::kQ8;
+    }
   }
   // Tied (spec §2.9): a lm_head.weight in the file is a duplicate of the embedding.
   w->lm_head = w->embed;
   if (mode == HeadMode::kAsStored) return Status::Ok();
   ThreadPool pool(options.threads);
   const bool q8 = mode == HeadMode::kQ8;
-  auto q = QuantizeWeight(pool, w->embed, q8 ? QuantKind::kInt8Group : QuantKind::kInt4Group,
-                          q8 ? w->embed.dim(1) : 32, q8 ? DType::kF32 : DType::kBF16);
+  const QuantKind kind = mode == HeadMode::kQ8_0 ? QuantKind::kQ8_0
+                         : q8                    ? QuantKind::kInt8Group
+                                                 : QuantKind::kInt4Group;
+  auto q = QuantizeWeight(pool, w->embed, kind, q8 ? w->embed.dim(1) : 32,
+                          q8 ? DType::kF32 : DType::kBF16);
   if (!q.ok()) return q.status().WithContext("quantizing the LM head");
   w->lm_head = q->view;
   w->owned.push_back(q->storage);

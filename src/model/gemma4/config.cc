@@ -4,7 +4,6 @@
 
 #include "model/decoder/hf_config.h"
 #include "model/gemma4/gguf_config.h"
-#include "ops/moe.h"
 
 namespace g4 {
 namespace {
@@ -84,16 +83,8 @@ Status ParseMoe(const hf::Fields& f, const std::string& where, ModelConfig* c) {
   G4_ASSIGN_OR_RETURN(c->num_experts, f.Int("num_experts"));
   G4_ASSIGN_OR_RETURN(c->top_k_experts, f.Int("top_k_experts"));
   G4_ASSIGN_OR_RETURN(c->moe_intermediate_size, f.Int("moe_intermediate_size"));
-  if (c->num_experts <= 0 || c->moe_intermediate_size <= 0 || c->top_k_experts <= 0 ||
-      c->top_k_experts > c->num_experts || c->top_k_experts > kMaxMoeTopK) {
-    return InvalidArgument(where + "enable_moe_block needs num_experts > 0, moe_intermediate_size"
-                           " > 0 and 0 < top_k_experts <= min(num_experts, " +
-                           std::to_string(kMaxMoeTopK) + "); got " +
-                           std::to_string(c->num_experts) + ", " +
-                           std::to_string(c->moe_intermediate_size) + ", " +
-                           std::to_string(c->top_k_experts));
-  }
-  return Status::Ok();
+  return ValidateMoe(*c, where,
+                     {"num_experts", "moe_intermediate_size", "top_k_experts"});
 }
 
 }  // namespace

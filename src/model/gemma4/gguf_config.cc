@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "model/decoder/gguf_meta.h"
-#include "ops/moe.h"
 
 namespace g4 {
 namespace {
@@ -63,14 +62,9 @@ Status GgufMoe(const GgufFile& f, const GgufMeta& m, ModelConfig* c) {
   G4_ASSIGN_OR_RETURN(c->top_k_experts, m.Int("expert_used_count"));
   G4_ASSIGN_OR_RETURN(c->moe_intermediate_size, m.Int("expert_feed_forward_length"));
   c->num_experts = experts;
-  if (experts < 0 || c->moe_intermediate_size <= 0 || c->top_k_experts <= 0 ||
-      c->top_k_experts > experts || c->top_k_experts > kMaxMoeTopK) {
-    return m.Err("gemma4.expert_count, expert_feed_forward_length and expert_used_count must "
-                 "satisfy count > 0, length > 0 and 0 < used <= min(count, " +
-                 std::to_string(kMaxMoeTopK) + "); got " + std::to_string(experts) + ", " +
-                 std::to_string(c->moe_intermediate_size) + ", " +
-                 std::to_string(c->top_k_experts));
-  }
+  G4_RETURN_IF_ERROR(ValidateMoe(
+      *c, f.path() + ": ",
+      {"gemma4.expert_count", "gemma4.expert_feed_forward_length", "gemma4.expert_used_count"}));
   c->moe_split_gate_up = f.Find("blk.0.ffn_gate_up_exps.weight") == nullptr &&
                          f.Find("blk.0.ffn_gate_exps.weight") != nullptr;
   return Status::Ok();
