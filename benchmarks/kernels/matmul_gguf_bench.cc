@@ -257,16 +257,23 @@ BENCHMARK(BM_MatVecQ8aPacked)
     ->MinTime(0.5)
     ->Unit(benchmark::kMicrosecond);
 
-// args: N, K, kind, T, threads, q8 (as BM_MatVecGguf).
+// args: N, K, kind, T, threads, q8 (0: exact; 1: int8 activations, weights as stored; 2: the
+// same on panels packed at load, as g4 --matvec q8 loads them).
 void BM_MatMulGguf(benchmark::State& state) {
   const int64_t N = state.range(0), K = state.range(1), T = state.range(3);
   const QuantKind kind = static_cast<QuantKind>(state.range(2));
   ThreadPool& pool = BenchPool(state.range(4));
   KeepOnlyShape(N, K, 1);
-  const TensorView w = View(kind, GetBuffers(kind, N, K, 1), N, K, 0);
+  TensorView w = View(kind, GetBuffers(kind, N, K, 1), N, K, 0);
   std::vector<float> x(static_cast<size_t>(T * K)), y(static_cast<size_t>(T * N));
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) * 0.25f - 0.75f;
   const bool q8 = state.range(5) != 0;
+  PackedWeight panels;
+  if (state.range(5) == 2) {
+    panels = cpu::PackQ8aWeight(pool, w);
+    if (!panels.panels) return state.SkipWithError("no packed panels on this CPU");
+    SetPanels(panels, &w);
+  }
   for (auto _ : state) {
     (q8 ? cpu::MatMulQ8a : cpu::MatMul)(pool, w, x.data(), T, y.data());
     benchmark::DoNotOptimize(y.data());
@@ -275,13 +282,15 @@ void BM_MatMulGguf(benchmark::State& state) {
   state.counters["GMAC/s"] = benchmark::Counter(static_cast<double>(state.iterations()) * N * K * T * 1e-9,
                                                 benchmark::Counter::kIsRate);
   state.SetLabel(std::string(cpu::TargetName()) + " threads=" + std::to_string(pool.size()) + " " +
-                 QuantKindName(kind) + (q8 ? std::string(" q8:") + cpu::MatMulQ8aKernel() : " exact"));
+                 QuantKindName(kind) + (q8 ? std::string(" q8:") + cpu::MatMulQ8aKernel() : " exact") +
+                 (panels.panels ? " packed" : ""));
 }
 BENCHMARK(BM_MatMulGguf)
-    ->ArgsProduct({{6144}, {1536}, {static_cast<int64_t>(QuantKind::kQ4_0)}, {8, 64, 512}, {1, 0}, {0, 1}})
+    ->ArgsProduct({{6144}, {1536}, {static_cast<int64_t>(QuantKind::kQ4_0)}, {8, 64, 512}, {1, 0}, {0, 1, 2}})
     ->Args({1536, 6144, static_cast<int64_t>(QuantKind::kQ4_0), 512, 0, 1})
     ->Args({1536, 6144, static_cast<int64_t>(QuantKind::kQ4_0), 512, 0, 0})
     ->Args({2048, 640, static_cast<int64_t>(QuantKind::kQ5_0), 512, 0, 1})
+    ->Args({2048, 640, static_cast<int64_t>(QuantKind::kQ5_0), 512, 0, 2})
     ->Args({2048, 640, static_cast<int64_t>(QuantKind::kQ5_0), 512, 0, 0})
     ->Args({640, 2048, static_cast<int64_t>(QuantKind::kQ6_K), 512, 1, 1})  // 270M's down
     ->Args({640, 2048, static_cast<int64_t>(QuantKind::kQ6_K), 512, 1, 0})

@@ -17,8 +17,8 @@
 //    step).
 // On vnni512, Q4_0 / Q5_0 / Q8_0 / Q6_K weights packed at load (PackQ8aWeight: 16-row panels,
 // matmul_q8a_packed.h) take the packed kernels for every T; T > 1 on other weights builds
-// per-call panels (matmul_q8a_gemm.h). On avx2, Q4_0 weights are packed the same way and read
-// by an AVX2 panel kernel.
+// per-call panels (matmul_q8a_gemm.h). On avx2, Q4_0 / Q5_0 / Q8_0 weights are packed the same
+// way and read by an AVX2 panel kernel, and T > 1 on Q4_K / Q6_K builds per-call panels.
 
 #include <algorithm>
 #include <cstdint>
@@ -32,21 +32,8 @@
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/matmul_q8a_gemm.h"
 #include "kernels/cpu/matmul_q8a_packed.h"
+#include "kernels/cpu/q8a_x86.h"
 #include "ops/matmul_q8a.h"
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define G4_Q8A_X86 1
-// GCC 12 reports its own _mm512_undefined_* placeholders (the upper halves a cast leaves
-// unspecified, then overwritten by an insert) as uninitialized.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#define G4_TARGET_VNNI \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,f16c,fma")))
-#define G4_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
-#else
-#define G4_Q8A_X86 0
-#endif
 
 namespace g4::cpu {
 namespace {
@@ -454,15 +441,10 @@ G4_TARGET_AVX2 inline __m256i BlockDotAvx2(const uint8_t* p, __m256i xv) {
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + (kQ5 ? 6 : 2))));
     __m256i u = _mm256_and_si256(_mm256_srlv_epi64(v, _mm256_setr_epi64x(0, 0, 4, 4)),
                                  _mm256_set1_epi8(0x0f));
-    if constexpr (kQ5) {  // byte i |= 16 where bit i of qh: byte i of a broadcast holds qh's i / 8
+    if constexpr (kQ5) {  // byte i |= 16 where bit i of qh
       uint32_t qh;
       std::memcpy(&qh, p + 2, 4);
-      const __m256i which = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,  //
-                                             2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
-      const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
-      const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(qh)), which);
-      const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit);
-      u = _mm256_or_si256(u, _mm256_and_si256(set, _mm256_set1_epi8(16)));
+      u = _mm256_or_si256(u, x86::SixteenWhereBitAvx2(qh));
     }
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, xv), ones);
   }
@@ -664,7 +646,7 @@ PackedWeight PackQ8aWeight(ThreadPool& pool, const TensorView& w) {
   }
   if (!UsesQ8Activations(rows, 1)) return {};
   const Path path = ChoosePath();
-  if (path == Path::kVnni512 || (path == Path::kAvx2 && w.quant.kind == QuantKind::kQ4_0)) {
+  if (path == Path::kVnni512 || (path == Path::kAvx2 && w.quant.kind != QuantKind::kQ6_K)) {
     return PackQ8aPanels(pool, rows);
   }
   return {};
@@ -684,8 +666,12 @@ void MatMulQ8a(ThreadPool& pool, const TensorView& w, const float* x, int64_t T,
     return MatMulQ8aPacked(pool, w, x, T, y);
   }
   if (T > 1 && path == Path::kVnni512) return MatMulQ8aPanels(pool, w, x, T, y);
-  if (path == Path::kAvx2 && w.quant.panels != nullptr && w.quant.kind == QuantKind::kQ4_0) {
+  if (path == Path::kAvx2 && w.quant.panels != nullptr && w.quant.kind != QuantKind::kQ6_K) {
     return MatMulQ8aPackedAvx2(pool, w, x, T, y);
+  }
+  if (T > 1 && path == Path::kAvx2 &&
+      (w.quant.kind == QuantKind::kQ4_K || w.quant.kind == QuantKind::kQ6_K)) {
+    return MatMulQ8aPanelsAvx2(pool, w, x, T, y);
   }
 #endif
   const int64_t grain = std::max<int64_t>(4, ((int64_t{1} << 17) + K - 1) / K);

@@ -20,37 +20,17 @@
 #include "core/dtype.h"
 #include "core/gguf_blocks.h"
 #include "core/q8_blocks.h"
+#include "kernels/cpu/q8a_units.h"
+#include "kernels/cpu/q8a_x86.h"
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define G4_TARGET_VNNI \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,f16c,fma")))
+#if G4_Q8A_X86
 
 namespace g4::cpu {
 namespace {
 
-constexpr int64_t kPanelRows = 16;
+constexpr int64_t kPanelRows = kUnitPanelRows;
 constexpr int kTileX = 4;  // rows of x per tile
-
-// The units of a kind: values per unit (lines = values / 4), whether a min term follows, and the
-// offset the unsigned values carry.
-struct Units {
-  int64_t values;
-  bool min;
-  int32_t offset;
-};
-
-Units UnitsOf(QuantKind kind) {
-  if (kind == QuantKind::kQ6_K) return {16, false, 32};
-  if (kind == QuantKind::kQ4_K) return {32, true, 0};
-  return {32, false, Q8DotOffset(kind)};
-}
-
-// 16 rows of w: u [units][lines][16 rows][4 bytes]; scale (and Q4_K's min) [units][16].
-struct Panel {
-  std::vector<uint8_t> u;
-  std::vector<float> scale, min;
-};
+using Panel = UnitPanel;
 
 // The dwords at `at` + offsets (the panel's rows), zero in the lanes outside m.
 G4_TARGET_VNNI inline __m512i Gather(__mmask16 m, __m512i offsets, const uint8_t* at) {
@@ -159,16 +139,6 @@ G4_TARGET_VNNI void BuildPanel(const TensorView& w, int64_t n0, int64_t rows, Pa
   }
 }
 
-// x quantized row by row: xq [T, K]; per unit [T, units]: the start of its integer sum
-// (-offset * sum xq), the dx of its block of 32, and (Q4_K) dx * sum xq for the min term.
-struct QuantRows {
-  std::vector<int8_t> xq;
-  std::vector<float> dx32;
-  std::vector<int32_t> sx32;
-  std::vector<int32_t> start;
-  std::vector<float> dx, dxs;
-};
-
 // kG panels x kX rows of x from row t0: y[t * N + n0 + 16 g + r] for the panels' rows (the last
 // panel may hold fewer: `last_rows` of it are stored).
 template <int kG, int kX, int kLines, bool kMin>
@@ -245,45 +215,14 @@ void TileOf(const Units& un, const Panel* const* panels, const QuantRows& x, int
   TileRowsOfX<kG, 8, false>(panels, x, K, t0, count, N, n0, last_rows, y);
 }
 
-// Row t of x into q (the caller sized q's arrays).
-void QuantizeRow(const Units& un, const float* x, int64_t K, int64_t t, QuantRows& q) {
-  const int64_t blocks = K / kQ8Block, units = K / un.values;
-  int8_t* xq = q.xq.data() + t * K;
-  float* dx32 = q.dx32.data() + t * blocks;
-  int32_t* sx32 = q.sx32.data() + t * blocks;
-  QuantizeQ8Blocks(x, K, xq, dx32, sx32);
-  int32_t* start = q.start.data() + t * units;
-  float* dx = q.dx.data() + t * units;
-  for (int64_t u = 0; u < units; ++u) {
-    const int64_t b = u * un.values / kQ8Block;
-    int32_t sum = sx32[b];
-    if (un.values != kQ8Block) {
-      sum = 0;
-      for (int64_t j = 0; j < un.values; ++j) sum += xq[u * un.values + j];
-    }
-    start[u] = -un.offset * sum;
-    dx[u] = dx32[b];
-    if (un.min) q.dxs[static_cast<size_t>(t * units + u)] = dx32[b] * static_cast<float>(sum);
-  }
-}
-
 }  // namespace
 
 void MatMulQ8aPanels(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y) {
-  const int64_t N = w.dim(0), K = w.dim(1), blocks = K / kQ8Block;
+  const int64_t N = w.dim(0), K = w.dim(1);
   const Units un = UnitsOf(w.quant.kind);
-  const int64_t units = K / un.values;
   thread_local QuantRows caller_rows;
   QuantRows& q = caller_rows;  // named through a reference: the workers read the caller's
-  q.xq.resize(static_cast<size_t>(T * K));
-  q.dx32.resize(static_cast<size_t>(T * blocks));
-  q.sx32.resize(static_cast<size_t>(T * blocks));
-  q.start.resize(static_cast<size_t>(T * units));
-  q.dx.resize(static_cast<size_t>(T * units));
-  if (un.min) q.dxs.resize(static_cast<size_t>(T * units));
-  pool.ParallelFor(T, 1, [&](int64_t b, int64_t e) {
-    for (int64_t t = b; t < e; ++t) QuantizeRow(un, x + t * K, K, t, q);
-  });
+  QuantizeUnitRows(pool, un, x, T, K, q);
   // Work in pairs of panels (32 rows); the last pair may be one panel and a short one.
   const int64_t pairs = (N + 2 * kPanelRows - 1) / (2 * kPanelRows);
   pool.ParallelFor(pairs, 1, [&](int64_t begin, int64_t end) {

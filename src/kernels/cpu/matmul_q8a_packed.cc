@@ -29,22 +29,10 @@
 #include "core/gguf_blocks.h"
 #include "core/q8_blocks.h"
 #include "kernels/cpu/matmul_q8a_packed_q6k.h"
+#include "kernels/cpu/q8a_x86.h"
 
 #if defined(__linux__)
 #include <sys/mman.h>
-#endif
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define G4_Q8P_X86 1
-// GCC 12 reports its own _mm512_undefined_* placeholders as uninitialized (as in matmul_q8a.cc).
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#define G4_TARGET_VNNI \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,f16c,fma")))
-#define G4_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
-#else
-#define G4_Q8P_X86 0
 #endif
 
 namespace g4::cpu {
@@ -146,7 +134,7 @@ const PackedX& CallerX(ThreadPool& pool, const Layout& l, const float* x, int64_
   return caller_x;
 }
 
-#if G4_Q8P_X86
+#if G4_Q8A_X86
 // Bytes ahead of the line being read that each line is prefetched: the next pairs of the same
 // stream (the prefetchers stop at 4 KiB page boundaries; this does not).
 constexpr int64_t kAhead = 1024;
@@ -345,105 +333,170 @@ void Run(ThreadPool& pool, const Layout& l, const uint8_t* packed, const PackedX
   });
 }
 
-// ---- avx2, Q4_0 ---------------------------------------------------------------------------
+// ---- avx2 ---------------------------------------------------------------------------------
 // The same panels without vpdpbusd: a 64-byte line is two halves of 8 rows; vpmaddubsw sums
-// pairs of u * xq into int16 and vpmaddwd the pairs of pairs into the row's int32. The 8
-// products a lane gathers over a block's 4 lines (low and high nibbles) stay within int16:
-// 8 * 2 * 15 * 127 = 30480, so they are summed in int16 and widened once per block. Per 32
+// pairs of u * xq into int16 and vpmaddwd the pairs of pairs into the row's int32. Per 32
 // weights of a row that is about 4 instructions, against 13 for the per-row kernel (a scale
-// convert and broadcast, a horizontal chain per row; matmul_q8a.cc). Q5_0 (mask adds) and Q8_0
-// (u up to 255: pairs overflow int16) stay on the per-row kernels here. The int32 sums are the
-// per-row kernels' and ref::MatMulQ8a's (exact); only the f32 order of the blocks' sum differs.
+// convert and broadcast, a horizontal chain per row; matmul_q8a.cc).
+//  * Q4_0 / Q5_0: unsigned u under an offset, as on vnni512; Q5_0's fifth bits are expanded
+//    from their masks to 16s and or-ed into the nibbles.
+//  * Q8_0: the stored u = q + 128 would overflow a pair (2 * 255 * 127), so each line is turned
+//    back into q (xor 0x80) and summed as |q| * sign(q) xq (2 * 128 * 127 = 32512 fits), with no
+//    offset.
+// A row's int16 sums are widened once their bound would pass int16: after 4 lines of Q4_0
+// (8 * 2 * 15 * 127 = 30480), 2 of Q5_0 (4 * 2 * 31 * 127 = 31496), every line of Q8_0. The int32
+// sums are the per-row kernels' and ref::MatMulQ8a's (exact); only the f32 order of the blocks'
+// sum differs.
 
-G4_TARGET_AVX2 inline __m256i Broadcast4Avx2(const int8_t* xq, int64_t i) {
-  int32_t four;
-  std::memcpy(&four, xq + i, 4);
-  return _mm256_set1_epi32(four);
+template <QuantKind kKind>
+struct Avx2Kind {
+  static constexpr bool kQ8 = kKind == QuantKind::kQ8_0;
+  static constexpr int32_t kOffset = kQ8 ? 0 : Kind<kKind>::kOffset;  // Q8_0: signed q
+  static constexpr int kWiden = kKind == QuantKind::kQ4_0 ? 4 : kKind == QuantKind::kQ5_0 ? 2 : 1;
+};
+
+// Half h (rows 8h .. 8h + 7) of line k of a block: the unsigned low and high values (Q4_0 /
+// Q5_0), or for Q8_0 |q| in lo and q in hi (the signs for x).
+template <QuantKind kKind>
+G4_TARGET_AVX2 inline void UnpackAvx2(const uint8_t* block, int k, int h, __m256i& lo,
+                                      __m256i& hi) {
+  const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(block + 64 * k + 32 * h));
+  if constexpr (kKind == QuantKind::kQ8_0) {
+    hi = _mm256_xor_si256(v, _mm256_set1_epi8(static_cast<char>(0x80)));
+    lo = _mm256_sign_epi8(hi, hi);  // |-128| = 128 as an unsigned byte
+    return;
+  }
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  lo = _mm256_and_si256(v, low4);
+  hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+  if constexpr (kKind == QuantKind::kQ5_0) {
+    uint32_t mlo, mhi;  // bits 32h .. 32h + 31 of the line's two masks
+    std::memcpy(&mlo, block + 256 + 8 * k + 4 * h, 4);
+    std::memcpy(&mhi, block + 256 + 32 + 8 * k + 4 * h, 4);
+    lo = _mm256_or_si256(lo, x86::SixteenWhereBitAvx2(mlo));
+    hi = _mm256_or_si256(hi, x86::SixteenWhereBitAvx2(mhi));
+  }
 }
 
-// Panel p against kX rows of x from t0, stored into y: [T, N]. A line's nibbles are unpacked
-// once for the kX rows of x; a block's int16 sums are widened once, shifted by -8 * sum(x) and
-// scaled (lanes 0-7: rows 0-7 of the panel, then rows 8-15).
-template <int kX>
-G4_TARGET_AVX2 void TileQ4_0Avx2(const Layout& l, const uint8_t* packed, const PackedX& x,
-                                 int64_t p, int64_t t0, float* y) {
-  using K = Kind<QuantKind::kQ4_0>;
+// Rows 8 h0 .. 8 (h0 + kH) - 1 of panel p (kH = 2: the whole panel; 1: one half) against kX rows
+// of x from t0, stored into y: [T, N]. A line is unpacked once for the kX rows of x; a block's
+// sums are shifted by -offset * sum(x) and scaled. Decode takes both halves in one pass over the
+// panel; prefill one half at a time, so that the int16, int32 and f32 sums of 4 rows of x fit
+// the 16 registers (both halves at once spilled them).
+template <QuantKind kKind, int kX, int kH>
+G4_TARGET_AVX2 void TileAvx2(const Layout& l, const uint8_t* packed, const PackedX& x, int64_t p,
+                             int64_t t0, int h0, float* y) {
+  using K = Kind<kKind>;
+  using A = Avx2Kind<kKind>;
   const int64_t kp = 2 * l.pairs * kQ8Block, bp = 2 * l.pairs;
   const uint8_t* panel = packed + p * l.panel_bytes;
-  const __m256i low4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
-  __m256 acc[kX][2];
-  for (int t = 0; t < kX; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[kX][kH];
+  for (int t = 0; t < kX; ++t) {
+    for (int h = 0; h < kH; ++h) acc[t][h] = _mm256_setzero_ps();
+  }
   for (int64_t b = 0; b < l.blocks; ++b) {
     const uint8_t* pair = panel + b / 2 * K::kPairBytes;
-    if (b % 2 == 0 && t0 == 0) {
+    if (b % 2 == 0 && t0 == 0 && h0 == 0) {
       for (int64_t off = 0; off < K::kPairBytes; off += 64) {
         _mm_prefetch(reinterpret_cast<const char*>(pair + kAhead + off), _MM_HINT_T0);
       }
     }
     const uint8_t* block = pair + b % 2 * K::kBlockBytes;
-    __m256i s[kX][2];
-    for (int t = 0; t < kX; ++t) s[t][0] = s[t][1] = _mm256_setzero_si256();
-    for (int k = 0; k < 4; ++k) {
-      const __m256i v0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(block + 64 * k));
-      const __m256i v1 =
-          _mm256_load_si256(reinterpret_cast<const __m256i*>(block + 64 * k + 32));
-      const __m256i lo0 = _mm256_and_si256(v0, low4), lo1 = _mm256_and_si256(v1, low4);
-      const __m256i hi0 = _mm256_and_si256(_mm256_srli_epi16(v0, 4), low4);
-      const __m256i hi1 = _mm256_and_si256(_mm256_srli_epi16(v1, 4), low4);
-      for (int t = 0; t < kX; ++t) {
-        const int8_t* xb = x.xq.data() + (t0 + t) * kp + b * kQ8Block;
-        const __m256i xl = Broadcast4Avx2(xb, 4 * k), xh = Broadcast4Avx2(xb, 16 + 4 * k);
-        s[t][0] = _mm256_add_epi16(s[t][0], _mm256_add_epi16(_mm256_maddubs_epi16(lo0, xl),
-                                                             _mm256_maddubs_epi16(hi0, xh)));
-        s[t][1] = _mm256_add_epi16(s[t][1], _mm256_add_epi16(_mm256_maddubs_epi16(lo1, xl),
-                                                             _mm256_maddubs_epi16(hi1, xh)));
+    __m256i d[kX][kH], s[kX][kH];
+    for (int t = 0; t < kX; ++t) {
+      for (int h = 0; h < kH; ++h) d[t][h] = _mm256_setzero_si256();
+    }
+    for (int k = 0; k < K::kLines; ++k) {
+      if (k % A::kWiden == 0) {
+        for (int t = 0; t < kX; ++t) {
+          for (int h = 0; h < kH; ++h) s[t][h] = _mm256_setzero_si256();
+        }
+      }
+      for (int h = 0; h < kH; ++h) {
+        __m256i lo, hi;
+        UnpackAvx2<kKind>(block, k, h0 + h, lo, hi);
+        for (int t = 0; t < kX; ++t) {
+          const int8_t* xb = x.xq.data() + (t0 + t) * kp + b * kQ8Block;
+          if constexpr (A::kQ8) {
+            const __m256i xs = _mm256_sign_epi8(x86::Broadcast4Avx2(xb, 4 * k), hi);
+            s[t][h] = _mm256_maddubs_epi16(lo, xs);
+          } else {
+            const __m256i xl = x86::Broadcast4Avx2(xb, 4 * k);
+            const __m256i xh = x86::Broadcast4Avx2(xb, 16 + 4 * k);
+            s[t][h] = _mm256_add_epi16(s[t][h], _mm256_add_epi16(_mm256_maddubs_epi16(lo, xl),
+                                                                 _mm256_maddubs_epi16(hi, xh)));
+          }
+        }
+      }
+      if (k % A::kWiden == A::kWiden - 1) {
+        for (int t = 0; t < kX; ++t) {
+          for (int h = 0; h < kH; ++h) {
+            d[t][h] = _mm256_add_epi32(d[t][h], _mm256_madd_epi16(s[t][h], ones));
+          }
+        }
       }
     }
     const uint8_t* scales = pair + 2 * K::kBlockBytes + 32 * (b % 2);
-    const __m256 sc0 = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(scales)));
-    const __m256 sc1 =
-        _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(scales + 16)));
+    __m256 sc[kH];
+    for (int h = 0; h < kH; ++h) {
+      sc[h] = _mm256_cvtph_ps(
+          _mm_load_si128(reinterpret_cast<const __m128i*>(scales + 16 * (h0 + h))));
+    }
     for (int t = 0; t < kX; ++t) {
       const size_t at = static_cast<size_t>((t0 + t) * bp + b);
-      const __m256i corr = _mm256_set1_epi32(-8 * x.sx[at]);
       const __m256 dx = _mm256_set1_ps(x.dx[at]);
-      const __m256i d0 = _mm256_add_epi32(_mm256_madd_epi16(s[t][0], ones), corr);
-      const __m256i d1 = _mm256_add_epi32(_mm256_madd_epi16(s[t][1], ones), corr);
-      acc[t][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d0), _mm256_mul_ps(sc0, dx), acc[t][0]);
-      acc[t][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d1), _mm256_mul_ps(sc1, dx), acc[t][1]);
+      for (int h = 0; h < kH; ++h) {
+        if constexpr (A::kOffset != 0) {
+          d[t][h] = _mm256_add_epi32(d[t][h], _mm256_set1_epi32(-A::kOffset * x.sx[at]));
+        }
+        acc[t][h] =
+            _mm256_fmadd_ps(_mm256_cvtepi32_ps(d[t][h]), _mm256_mul_ps(sc[h], dx), acc[t][h]);
+      }
     }
   }
-  const int64_t rows = std::min(kRows, l.N - p * kRows);
+  const int64_t r0 = p * kRows + 8 * h0;  // first row of the tile
+  const int64_t rows = std::clamp<int64_t>(l.N - r0, 0, 8 * kH);
   for (int t = 0; t < kX; ++t) {
-    float* out = y + (t0 + t) * l.N + p * kRows;
-    if (rows == kRows) {
-      _mm256_storeu_ps(out, acc[t][0]);
-      _mm256_storeu_ps(out + 8, acc[t][1]);
+    float* out = y + (t0 + t) * l.N + r0;
+    if (rows == 8 * kH) {
+      for (int h = 0; h < kH; ++h) _mm256_storeu_ps(out + 8 * h, acc[t][h]);
     } else {
-      alignas(32) float full[kRows];
-      _mm256_store_ps(full, acc[t][0]);
-      _mm256_store_ps(full + 8, acc[t][1]);
+      alignas(32) float full[8 * kH];
+      for (int h = 0; h < kH; ++h) _mm256_store_ps(full + 8 * h, acc[t][h]);
       std::copy_n(full, rows, out);
     }
   }
 }
 
-// Panels [begin, end) against every row of x (T of them; y: [T, N]), in tiles of 4 rows of x;
-// each panel stays in L1/L2 while the rows of x pass over it.
-G4_TARGET_AVX2 void PanelsQ4_0Avx2(const Layout& l, const uint8_t* packed, const PackedX& x,
-                                   int64_t T, int64_t begin, int64_t end, float* y) {
+template <QuantKind kKind, int kX>
+G4_TARGET_AVX2 void HalvesAvx2(const Layout& l, const uint8_t* packed, const PackedX& x,
+                               int64_t p, int64_t t0, float* y) {
+  TileAvx2<kKind, kX, 1>(l, packed, x, p, t0, 0, y);
+  if (l.N > p * kRows + 8) TileAvx2<kKind, kX, 1>(l, packed, x, p, t0, 1, y);
+}
+
+// Panels [begin, end) against every row of x (T of them; y: [T, N]); T > 1 in tiles of 4 rows
+// of x, each panel staying in L1/L2 while the rows of x pass over it.
+template <QuantKind kKind>
+G4_TARGET_AVX2 void PanelsAvx2(const Layout& l, const uint8_t* packed, const PackedX& x,
+                               int64_t T, int64_t begin, int64_t end, float* y) {
   for (int64_t p = begin; p < end; ++p) {
+    if (T == 1) {
+      TileAvx2<kKind, 1, 2>(l, packed, x, p, 0, 0, y);
+      continue;
+    }
     for (int64_t t0 = 0; t0 < T; t0 += 4) {
       switch (std::min<int64_t>(4, T - t0)) {
-        case 1: TileQ4_0Avx2<1>(l, packed, x, p, t0, y); break;
-        case 2: TileQ4_0Avx2<2>(l, packed, x, p, t0, y); break;
-        case 3: TileQ4_0Avx2<3>(l, packed, x, p, t0, y); break;
-        default: TileQ4_0Avx2<4>(l, packed, x, p, t0, y); break;
+        case 1: HalvesAvx2<kKind, 1>(l, packed, x, p, t0, y); break;
+        case 2: HalvesAvx2<kKind, 2>(l, packed, x, p, t0, y); break;
+        case 3: HalvesAvx2<kKind, 3>(l, packed, x, p, t0, y); break;
+        default: HalvesAvx2<kKind, 4>(l, packed, x, p, t0, y); break;
       }
     }
   }
 }
-#endif  // G4_Q8P_X86
+#endif  // G4_Q8A_X86
 
 }  // namespace
 
@@ -483,7 +536,7 @@ PackedWeight PackQ8aPanels(ThreadPool& pool, const TensorView& w) {
 
 void MatMulQ8aPacked(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y) {
   if (w.quant.kind == QuantKind::kQ6_K) return MatMulQ8aPackedQ6K(pool, w, x, T, y);
-#if G4_Q8P_X86
+#if G4_Q8A_X86
   const Layout l = LayoutOf(w.quant.kind, w.dim(0), w.dim(1));
   const PackedX& q = CallerX(pool, l, x, T);
   const uint8_t* packed = static_cast<const uint8_t*>(w.quant.panels);
@@ -499,14 +552,18 @@ void MatMulQ8aPacked(ThreadPool& pool, const TensorView& w, const float* x, int6
 
 void MatMulQ8aPackedAvx2(ThreadPool& pool, const TensorView& w, const float* x, int64_t T,
                          float* y) {
-#if G4_Q8P_X86
+#if G4_Q8A_X86
   const Layout l = LayoutOf(w.quant.kind, w.dim(0), w.dim(1));
   const PackedX& q = CallerX(pool, l, x, T);
   const uint8_t* packed = static_cast<const uint8_t*>(w.quant.panels);
   // Decode: chunks of at least 64 KiB, as the vnni512 kernel; prefill: a panel at a time.
   const int64_t grain = T == 1 ? std::max<int64_t>(1, (int64_t{64} << 10) / l.panel_bytes) : 1;
   pool.ParallelFor(l.panels, grain, [&](int64_t b, int64_t e) {
-    PanelsQ4_0Avx2(l, packed, q, T, b, e, y);
+    switch (l.kind) {
+      case QuantKind::kQ4_0: return PanelsAvx2<QuantKind::kQ4_0>(l, packed, q, T, b, e, y);
+      case QuantKind::kQ5_0: return PanelsAvx2<QuantKind::kQ5_0>(l, packed, q, T, b, e, y);
+      default: return PanelsAvx2<QuantKind::kQ8_0>(l, packed, q, T, b, e, y);
+    }
   });
 #else
   (void)pool, (void)w, (void)x, (void)T, (void)y;

@@ -1,5 +1,5 @@
-// Load-time repacked weights for the CPU MatMulQ8a (ops/matmul_q8a.h) on AVX-512 VNNI: Q4_0,
-// Q5_0, Q8_0 and Q6_K rows (matmul_q8a_packed_q6k.h) regrouped into panels of 16 rows in which
+// Load-time repacked weights for the CPU MatMulQ8a (ops/matmul_q8a.h) on AVX-512 VNNI (Q4_0,
+// Q5_0, Q8_0 and Q6_K) and AVX2 (the first three): rows (matmul_q8a_packed_q6k.h) regrouped into panels of 16 rows in which
 // int32 lane r of a 64-byte line is row r, at the file's own bit width (a Q4_0 panel is as many
 // bytes as its 16 rows). Decode and
 // prefill both read them: a thread streams its panels front to back (one stream, which the
@@ -27,7 +27,8 @@ PackedWeight PackQ8aPanels(ThreadPool& pool, const TensorView& w);
 // y: [T, N] = x: [T, K] w^T with x's rows quantized as MatMulQ8a does, through w.quant.panels.
 // Only where AVX-512 F/BW/VL + VNNI run (the caller's path choice).
 void MatMulQ8aPacked(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y);
-// The same for Q4_0 panels where AVX2 runs (and AVX-512 VNNI does not, or a test pinned AVX2).
+// The same for Q4_0 / Q5_0 / Q8_0 panels where AVX2 runs (and AVX-512 VNNI does not, or a test
+// pinned AVX2).
 void MatMulQ8aPackedAvx2(ThreadPool& pool, const TensorView& w, const float* x, int64_t T,
                          float* y);
 
