@@ -3,6 +3,7 @@
 
     scripts/bench_vs_llama.py MODEL.gguf [--contexts 41,512,2048] [--rounds 3] [--threads 2]
                               [--matvec exact,q8] [--decode 64] [--g4 build/g4]
+                              [--g4-model DIR]
 
 Each round runs `g4 bench` once per --matvec (prefill of each context from empty; decode of
 --decode tokens after it) and then, when LLAMA_BENCH names a llama-bench binary, llama-bench on
@@ -10,7 +11,8 @@ the same file with the same threads (pp<context>, and tg<decode> at depth <conte
 engines take turns on a machine whose speed drifts. Prints the medians over rounds side by side,
 with the ratios g4 / llama.cpp, and the read bandwidth g4 measured in each of its runs. Without
 LLAMA_BENCH only g4's columns are printed. Nothing is built or downloaded here: llama.cpp is
-built outside this repository (see docs/speed.md).
+built outside this repository (see docs/speed.md). --g4-model gives g4 another checkpoint of the
+same shapes (a W4A16 directory against llama.cpp's Q4_0 file of the same model).
 """
 import argparse
 import json
@@ -60,6 +62,7 @@ def main():
     ap.add_argument("--decode", type=int, default=64)
     ap.add_argument("--matvec", default="exact,q8")
     ap.add_argument("--g4", default="build/g4")
+    ap.add_argument("--g4-model", default="", help="g4 reads this instead of MODEL")
     a = ap.parse_args()
     contexts = [int(c) for c in a.contexts.split(",")]
     matvecs = a.matvec.split(",")
@@ -68,7 +71,7 @@ def main():
     llama, bandwidth, roofline = [], [], []
     for r in range(a.rounds):
         for m in matvecs:
-            res, bw, roof = run_g4(a.g4, a.model, contexts, a.decode, a.threads, m)
+            res, bw, roof = run_g4(a.g4, a.g4_model or a.model, contexts, a.decode, a.threads, m)
             g4[m].append(res)
             bandwidth.append(bw)
             roofline.append(roof)
@@ -83,9 +86,11 @@ def main():
     def med(samples, c, i):
         return statistics.median(s[c][i] for s in samples)
 
-    print(f"model {os.path.basename(a.model)}, {a.threads} threads, {a.rounds} rounds (medians), "
-          f"decode {a.decode} tokens; g4 read bandwidth {min(bandwidth):.1f}-{max(bandwidth):.1f} "
-          f"GB/s, roofline {statistics.median(roofline):.1f} tok/s")
+    g4_model = f" (g4: {os.path.basename(a.g4_model.rstrip('/'))})" if a.g4_model else ""
+    print(f"model {os.path.basename(a.model)}{g4_model}, {a.threads} threads, "
+          f"{a.rounds} rounds (medians), decode {a.decode} tokens; g4 read bandwidth "
+          f"{min(bandwidth):.1f}-{max(bandwidth):.1f} GB/s, "
+          f"roofline {statistics.median(roofline):.1f} tok/s")
     for i, what in ((0, "prefill tok/s (context tokens from empty)"),
                     (1, "decode tok/s (after context tokens)")):
         head = ["context"] + (["llama.cpp"] if llama else []) + [f"g4 {m}" for m in matvecs]

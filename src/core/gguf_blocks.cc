@@ -7,17 +7,18 @@
 #include "core/dtype.h"
 
 namespace g4 {
-namespace {
 
-float Half(const uint8_t* p) {
+float GgufHalf(const uint8_t* p) {
   uint16_t bits;
   std::memcpy(&bits, p, 2);  // little-endian hosts only, as everywhere in g4
   return F16ToF32(bits);
 }
 
+namespace {
+
 // Q4_0: half d; u8 qs[16]. y[j] = d * ((qs[j] & 0xF) - 8), y[j + 16] = d * ((qs[j] >> 4) - 8).
 void Q4_0(const uint8_t* b, float* y) {
-  const float d = Half(b);
+  const float d = GgufHalf(b);
   const uint8_t* qs = b + 2;
   for (int j = 0; j < 16; ++j) {
     y[j] = d * static_cast<float>((qs[j] & 0xF) - 8);
@@ -27,7 +28,7 @@ void Q4_0(const uint8_t* b, float* y) {
 
 // Q4_1: half d; half m; u8 qs[16]. y = d * q + m, q the nibble (low nibbles first half).
 void Q4_1(const uint8_t* b, float* y) {
-  const float d = Half(b), m = Half(b + 2);
+  const float d = GgufHalf(b), m = GgufHalf(b + 2);
   const uint8_t* qs = b + 4;
   for (int j = 0; j < 16; ++j) {
     y[j] = d * static_cast<float>(qs[j] & 0xF) + m;
@@ -48,7 +49,7 @@ void Q5Values(const uint8_t* qh_bytes, const uint8_t* qs, int* q) {
 
 // Q5_0: half d; u8 qh[4]; u8 qs[16]. y = d * (q - 16).
 void Q5_0(const uint8_t* b, float* y) {
-  const float d = Half(b);
+  const float d = GgufHalf(b);
   int q[32];
   Q5Values(b + 2, b + 6, q);
   for (int j = 0; j < 32; ++j) y[j] = d * static_cast<float>(q[j] - 16);
@@ -56,7 +57,7 @@ void Q5_0(const uint8_t* b, float* y) {
 
 // Q5_1: half d; half m; u8 qh[4]; u8 qs[16]. y = d * q + m.
 void Q5_1(const uint8_t* b, float* y) {
-  const float d = Half(b), m = Half(b + 2);
+  const float d = GgufHalf(b), m = GgufHalf(b + 2);
   int q[32];
   Q5Values(b + 4, b + 8, q);
   for (int j = 0; j < 32; ++j) y[j] = d * static_cast<float>(q[j]) + m;
@@ -64,14 +65,14 @@ void Q5_1(const uint8_t* b, float* y) {
 
 // Q8_0: half d; i8 qs[32]. y = d * q.
 void Q8_0(const uint8_t* b, float* y) {
-  const float d = Half(b);
+  const float d = GgufHalf(b);
   for (int j = 0; j < 32; ++j) y[j] = d * static_cast<float>(static_cast<int8_t>(b[2 + j]));
 }
 
 // Q4_K: half d; half dmin; u8 scales[12]; u8 qs[128]. Chunk c (64 values) reads qs[32c ..]:
 // low nibbles are sub-block 2c, high nibbles sub-block 2c + 1; y = d*sc * q - dmin*m.
 void Q4_K(const uint8_t* b, float* y) {
-  const float d = Half(b), dmin = Half(b + 2);
+  const float d = GgufHalf(b), dmin = GgufHalf(b + 2);
   const uint8_t* scales = b + 4;
   const uint8_t* qs = b + 16;
   for (int c = 0; c < 4; ++c) {
@@ -91,7 +92,7 @@ void Q4_K(const uint8_t* b, float* y) {
 // Q5_K: half d; half dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]. As Q4_K, plus a 5th bit:
 // for chunk c, bit 2c of qh[l] tops the low nibble of qs[32c + l] and bit 2c + 1 the high one.
 void Q5_K(const uint8_t* b, float* y) {
-  const float d = Half(b), dmin = Half(b + 2);
+  const float d = GgufHalf(b), dmin = GgufHalf(b + 2);
   const uint8_t* scales = b + 4;
   const uint8_t* qh = b + 16;
   const uint8_t* qs = b + 48;
@@ -114,7 +115,7 @@ void Q5_K(const uint8_t* b, float* y) {
 // Q6_K: u8 ql[128]; u8 qh[64]; i8 scales[16]; half d (last). Halves h = 0, 1 of 128 values;
 // value i of the block uses scale i / 16.
 void Q6_K(const uint8_t* b, float* y) {
-  const float d = Half(b + 208);
+  const float d = GgufHalf(b + 208);
   for (int h = 0; h < 2; ++h) {
     const uint8_t* ql = b + 64 * h;
     const uint8_t* qh = b + 128 + 32 * h;

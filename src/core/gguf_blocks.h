@@ -13,6 +13,10 @@
 
 namespace g4 {
 
+// The half (IEEE binary16, little-endian) at p, as f32: a block's d or dmin. Byte copies: blocks
+// sit at any byte offset.
+float GgufHalf(const uint8_t* p);
+
 // The 6-bit scale and min of sub-block j (0..7) of a Q4_K / Q5_K block's 12 scale bytes.
 // j < 4: low 6 bits of scales[j] / scales[j + 4]; j >= 4: low / high nibble of scales[j + 4]
 // with the top two bits of scales[j - 4] (scale) and of scales[j] (min).

@@ -78,23 +78,13 @@ int32_t Q8BlockDot(QuantKind kind, const uint8_t* block, const int8_t* xq) {
   return dot;
 }
 
-namespace {
-
-float Half(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return F16ToF32(h);
-}
-
-}  // namespace
-
 double Q8Dot(QuantKind kind, const uint8_t* block, const int8_t* xq, const float* dx,
              const int32_t* sum) {
   if (kind == QuantKind::kQ6_K) {
     // Q6_K: u8 ql[128], u8 qh[64], i8 scales[16], half d; value v = 128 h + 32 s + l (half h,
     // part s < 4, l < 32) is the nibble s / 2 of ql[64 h + 32 (s % 2) + l] with bits 2s, 2s + 1
     // of qh[32 h + l] above it, minus 32, under scale v / 16 (core/gguf_blocks.h).
-    const double d = Half(block + 208);
+    const double d = GgufHalf(block + 208);
     const int8_t* sc = reinterpret_cast<const int8_t*>(block + 192);
     double acc = 0.0;
     for (int g = 0; g < 16; ++g) {
@@ -110,11 +100,11 @@ double Q8Dot(QuantKind kind, const uint8_t* block, const int8_t* xq, const float
     return acc;
   }
   if (kind != QuantKind::kQ4_K) {
-    return static_cast<double>(Half(block)) * dx[0] * Q8BlockDot(kind, block, xq);
+    return static_cast<double>(GgufHalf(block)) * dx[0] * Q8BlockDot(kind, block, xq);
   }
   // Q4_K: half d, half dmin, u8 scales[12], u8 qs[128]; chunk c of 64 values: the low nibbles of
   // qs[32c ..] are sub-block 2c, the high nibbles 2c + 1 (core/gguf_blocks.h).
-  const double d = Half(block), dmin = Half(block + 2);
+  const double d = GgufHalf(block), dmin = GgufHalf(block + 2);
   const uint8_t* qs = block + 16;
   double acc = 0.0;
   for (int i = 0; i < 8; ++i) {
@@ -126,6 +116,26 @@ double Q8Dot(QuantKind kind, const uint8_t* block, const int8_t* xq, const float
     acc += static_cast<double>(dx[i]) * (d * sc * dot - dmin * m * sum[i]);
   }
   return acc;
+}
+
+int32_t Q8Int4GroupDot(const uint8_t* group, const int8_t* xq) {
+  int32_t dot = 0;
+  for (int j = 0; j < 16; ++j) {
+    dot += ((group[j] & 0xf) - 8) * xq[2 * j] + ((group[j] >> 4) - 8) * xq[2 * j + 1];
+  }
+  return dot;
+}
+
+bool Int4GroupToQ4_0(const TensorView& w, int64_t n, int64_t g, uint8_t* block) {
+  const int64_t groups = w.dim(1) / kQ8Block;
+  const float scale = LoadAsF32(w.quant.scales, w.quant.scale_dtype, n * groups + g);
+  const uint16_t d = F32ToF16(scale);
+  if (F16ToF32(d) != scale) return false;
+  std::memcpy(block, &d, 2);
+  const uint8_t* src = static_cast<const uint8_t*>(w.data) + n * w.quant.row_bytes + g * 16;
+  const auto nibble = [&](int k) { return (src[k / 2] >> (4 * (k % 2))) & 0xf; };
+  for (int j = 0; j < 16; ++j) block[2 + j] = static_cast<uint8_t>(nibble(j) | nibble(j + 16) << 4);
+  return true;
 }
 
 }  // namespace g4

@@ -37,4 +37,19 @@ int32_t Q8BlockDot(QuantKind kind, const uint8_t* block, const int8_t* xq);
 double Q8Dot(QuantKind kind, const uint8_t* block, const int8_t* xq, const float* dx,
              const int32_t* sum);
 
+// int4 groups of 32 (QuantKind::kInt4Group with group_size 32: the W4A16 exports) are Q4_0's
+// grid, q = u - 8 under one scale per group, in compressed-tensors' nibble order (element k in
+// byte k / 2, the low nibble for even k; core/tensor.h). MatMulQ8a runs them as Q4_0 where the
+// backend packed them (ops/matmul_q8a.h).
+inline bool IsInt4Group32(const TensorView& w) {
+  return w.quant.kind == QuantKind::kInt4Group && w.quant.group_size == kQ8Block;
+}
+// sum_{j < 32} q_j * xq[j] over one int4 group (its 16 bytes): exact.
+int32_t Q8Int4GroupDot(const uint8_t* group, const int8_t* xq);
+// Group g of row n of w (IsInt4Group32) written as a Q4_0 block (half d, byte j holding elements
+// j and j + 16): false, with nothing written, when its scale is not exactly an f16 (bf16 scales
+// below f16's range, or with mantissa bits below an f16 subnormal's), since the block could not
+// give the same weights.
+bool Int4GroupToQ4_0(const TensorView& w, int64_t n, int64_t g, uint8_t* block);
+
 }  // namespace g4

@@ -1,8 +1,9 @@
 // MatMulQ8a: MatMul (ops/matmul.h) with int8 activations where that is defined: one decode row
 // or several (T > 1: prefill chunks, batches) against Q4_0, Q5_0, Q8_0, Q4_K or Q6_K GGUF blocks
-// (HasQ8Dot), as llama.cpp computes every quantized matmul. Each row of x is cut into blocks of
-// 32 and quantized (QuantizeQ8Blocks, core/q8_blocks.h: xq, dx); each block of 32 weights times
-// its 32 xq is an exact integer dot product (Q8Dot):
+// (HasQ8Dot), as llama.cpp computes every quantized matmul, and against W4A16's int4 groups of 32
+// where the backend packed them (Q4_0's arithmetic, see UsesQ8Activations). Each row of x is cut
+// into blocks of 32 and quantized (QuantizeQ8Blocks, core/q8_blocks.h: xq, dx); each block of 32
+// weights times its 32 xq is an exact integer dot product (Q8Dot):
 //   y[t, n] = sum_b dw[n, b] * dx[t, b] * sum_{j < 32} q[n, b, j] * xq[t, b, j]
 // (Q4_K: per sub-block of 32, d * sc * dx * sum u xq - dmin * m * dx * sum xq; Q6_K: per group of
 // 16, d * sc * dx * sum (u - 32) xq). Every other call is MatMul itself. Integer products replace
@@ -20,10 +21,14 @@
 
 namespace g4 {
 
-// Whether MatMulQ8a quantizes x for this call (otherwise it is MatMul).
+// Whether MatMulQ8a quantizes x for this call (otherwise it is MatMul). An int4 group-32
+// weight (IsInt4Group32, W4A16) takes Q4_0's integer dot products, under its own scales, only
+// where the backend packed it at load (PackWeightFn below): the packer checks once that every
+// scale is an f16, so that its Q4_0 panels give the same weights; elsewhere it stays MatMul.
 inline bool UsesQ8Activations(const TensorView& w, int64_t T) {
-  return T >= 1 && HasQ8Dot(w.quant.kind) && w.shape.size() == 2 && w.dim(1) > 0 &&
-         w.dim(1) % GgufBlockFormat(w.quant.kind).elems == 0;
+  if (T < 1 || w.shape.size() != 2 || w.dim(1) <= 0) return false;
+  if (IsInt4Group32(w)) return w.quant.panels != nullptr && w.dim(1) % kQ8Block == 0;
+  return HasQ8Dot(w.quant.kind) && w.dim(1) % GgufBlockFormat(w.quant.kind).elems == 0;
 }
 
 // A backend's load-time layout of a weight for its MatMulQ8a (the CPU's: 16-row panels that

@@ -17,11 +17,6 @@ void PutHalf(float v, uint8_t* p) {
   const uint16_t bits = F32ToF16(v);
   std::memcpy(p, &bits, 2);
 }
-float GetHalf(const uint8_t* p) {
-  uint16_t bits;
-  std::memcpy(&bits, p, 2);
-  return F16ToF32(bits);
-}
 
 // 34 bytes: half d; i8 qs[32].
 void Q8_0(const float* x, uint8_t* b) {
@@ -68,7 +63,7 @@ void Q4_K(const float* x, uint8_t* b) {
   }
   PutHalf(max_scale / 63.0f, b);
   PutHalf(max_min / 63.0f, b + 2);
-  const float d = GetHalf(b), dmin = GetHalf(b + 2);  // what readers will use
+  const float d = GgufHalf(b), dmin = GgufHalf(b + 2);  // what readers will use
   int sc[8], m[8];
   for (int s = 0; s < 8; ++s) {
     // Round the scale up and the min up so [dmin*m, dmin*m + 15*d*sc] still covers the range.
@@ -111,7 +106,7 @@ void Q6_K(const float* x, uint8_t* b) {
     max_scale = std::max(max_scale, scale[s]);
   }
   PutHalf(max_scale / 127.0f, b + 208);
-  const float d = GetHalf(b + 208);
+  const float d = GgufHalf(b + 208);
   int8_t* sc = reinterpret_cast<int8_t*>(b + 192);
   int q[256];
   for (int s = 0; s < 16; ++s) {

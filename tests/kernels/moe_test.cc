@@ -188,6 +188,51 @@ TEST(MoeTest, Q8aMatchesTheExpertsInt8ActivationMatmuls) {
   }
 }
 
+// W4A16 stacks (int4 groups of 32) take int8 activations only as the Q4_0 panels the loader packs
+// (kernels/cpu/matmul_q8a_int4.h): packed, MoeQ8a is the experts' int8-activation matmuls on
+// them (far from the f32 Moe); as stored, MoeQ8a is the f32 Moe bit for bit.
+TEST(MoeTest, Int4StacksTakeInt8ActivationsOnlyOnPanels) {
+  const int64_t E = 6, H = 96, I = 64;
+  const int k = 3;
+  const QuantStack gu = QuantizeStack(RandomFloats(E * 2 * I * H, 23, -0.3f, 0.3f),
+                                      {E, 2 * I, H}, QuantKind::kInt4Group);
+  const QuantStack dn =
+      QuantizeStack(RandomFloats(E * H * I, 24, -0.3f, 0.3f), {E, H, I}, QuantKind::kInt4Group);
+  const StoredTensor scale(RandomFloats(E, 25, 0.5f, 1.5f), DType::kF32, {E}, false);
+  ThreadPool pack_pool(1);
+  const PackedWeight gu_panels = cpu::PackQ8aWeight(pack_pool, gu.view);
+  const PackedWeight dn_panels = cpu::PackQ8aWeight(pack_pool, dn.view);
+  if (!gu_panels.panels) GTEST_SKIP() << "no panel kernel on this CPU";
+  ASSERT_TRUE(dn_panels.panels);
+  TensorView gu_packed = gu.view, dn_packed = dn.view;
+  SetPanels(gu_panels, &gu_packed);
+  SetPanels(dn_panels, &dn_packed);
+  for (int64_t R : {1, 9}) {
+    const std::vector<float> logits = RandomFloats(R * E, 26, -3.0f, 3.0f);
+    const std::vector<float> x = RandomFloats(R * H, 27, -2.0f, 2.0f);
+    MoeArgs a;
+    a.logits = logits.data(), a.x = x.data(), a.gate_up = &gu.view, a.down = &dn.view;
+    a.per_expert_scale = &scale.view(), a.R = R, a.top_k = k;
+    MoeArgs p = a;
+    p.gate_up = &gu_packed, p.down = &dn_packed;
+    const std::vector<float> want = MoeOverQ8aMatMuls(p);
+    for (int threads : {1, 3}) {
+      SCOPED_TRACE("R=" + std::to_string(R) + " threads=" + std::to_string(threads));
+      ThreadPool pool(threads);
+      std::vector<float> panels(want.size(), NAN), stored(want.size()), exact(want.size());
+      p.out = panels.data();
+      cpu::MoeQ8a(pool, p);
+      a.out = stored.data();
+      cpu::MoeQ8a(pool, a);
+      a.out = exact.data();
+      cpu::Moe(pool, a);
+      EXPECT_LE(testing::MaxRowError(panels, want, H), 1e-4);
+      EXPECT_GT(testing::MaxRowError(exact, want, H), 10 * 1e-4);
+      EXPECT_EQ(stored, exact);
+    }
+  }
+}
+
 // llama.cpp's other layout, ffn_gate_exps + ffn_up_exps: the same experts as two [E, I, H]
 // stacks give exactly the fused [E, 2I, H] stack's output, on both kernels.
 TEST(MoeTest, SeparateGateAndUpStacksEqualTheFusedStack) {

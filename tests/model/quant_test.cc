@@ -5,7 +5,8 @@
 // (the math is the same, only f32 summation order differs), on the cpu and ref backends. The
 // same for an MoE model (26b-a4b-like), whose expert stacks are written as the Gemma 4 26B
 // export keeps them (experts.gate_up_proj_packed [E, 2I, H/8], ..._scale, ..._shape).
-// Also: the load-time LM head copies (q8, q4) and the logits error they cost.
+// Also: the load-time LM head copies (q8, q4) and the logits error they cost; groups of 32 on the
+// Q4_0 panels of int8 activations.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -280,6 +281,67 @@ TEST_F(QuantModelTest, AutoHeadIsQ8ForW4A16AndAsStoredForFloat) {
   ASSERT_TRUE(w4_int8.ok()) << w4_int8.status().ToString();
   EXPECT_EQ((*w4_int8)->weights().lm_head.quant.kind, QuantKind::kQ8_0);
   EXPECT_EQ((*w4_int8)->weights().lm_head.shape, (*w4_int8)->weights().embed.shape);
+}
+
+// W4A16's groups of 32 are Q4_0's grid: with int8 activations (MatVec::kQ8) every quantized
+// linear and expert stack is packed at load as Q4_0 panels (kernels/cpu/matmul_q8a_int4.h).
+// Returns the model loaded so, or null (and skips) where this CPU has no panel kernel.
+std::unique_ptr<Gemma4Model> LoadGroup32OnPanels(const std::string& preset, Backend& q8) {
+  const fs::path dir = TestDir(Tag(preset, "w4a16g32"));
+  fs::remove_all(dir);
+  SyntheticOptions o = TinyOptions("w4a16", preset);
+  o.quant_group = 32;
+  EXPECT_TRUE(WriteSyntheticCheckpoint(o, dir.string()).ok());
+  if (q8.PolicyString().find("matvec=q8:scalar") != std::string::npos) {
+    fs::remove_all(dir);
+    return nullptr;
+  }
+  LoadOptions options;
+  options.int8_matvec = true;
+  options.pack_weight = q8.weight_packer();
+  auto m = Gemma4Model::Load(dir.string(), options);
+  fs::remove_all(dir);  // the panels are the model's own memory; unpacked slots are not read
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  if (!m.ok()) return nullptr;
+  ModelWeights w = (*m)->weights();
+  int packed = 0;
+  for (const TensorSlot& s : ListTensors((*m)->config(), &w)) {
+    if (s.view == nullptr || s.view->quant.kind != QuantKind::kInt4Group) continue;
+    EXPECT_NE(s.view->quant.panels, nullptr) << s.name;
+    packed += s.view->quant.panels != nullptr;
+  }
+  std::printf("%s: %d int4 weights on panels\n", preset.c_str(), packed);
+  EXPECT_GT(packed, 0);
+  return std::move(*m);
+}
+
+// The CPU's logits on the panels are the ref's int8-activation logits on the int4 rows (to f32
+// summation order), with the same top-1 at every position.
+TEST_F(QuantModelTest, Group32LinearsRunOnQ4_0PanelsWithInt8Activations) {
+  Backend q8(BackendKind::kCpu, 2, MatVec::kQ8), ref_q8(BackendKind::kRef, 1, MatVec::kQ8);
+  auto m = LoadGroup32OnPanels("tiny", q8);
+  if (!m) GTEST_SKIP() << "no panel kernel on this CPU";
+  auto got = m->Forward(q8, kIds);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  auto want = m->Forward(ref_q8, kIds);
+  ASSERT_TRUE(want.ok()) << want.status().ToString();
+  const double err = MaxAbsDiff(*got, *want) / MaxAbs(*want);
+  std::printf("max |cpu - ref| = %.3g of max |logit|\n", err);
+  EXPECT_LE(err, 1e-3);
+  const int64_t V = m->config().vocab_size;
+  EXPECT_EQ(Argmaxes(*got, V), Argmaxes(*want, V));
+}
+
+// Expert stacks too, each expert's slice on its own panels (the ref table's Moe stays in f64, so
+// the kernel test moe_test.cc checks MoeQ8a's values on them).
+TEST_F(QuantModelTest, Group32ExpertStacksArePackedAsQ4_0Panels) {
+  Backend q8(BackendKind::kCpu, 2, MatVec::kQ8);
+  auto m = LoadGroup32OnPanels("26b-a4b-like", q8);
+  if (!m) GTEST_SKIP() << "no panel kernel on this CPU";
+  EXPECT_EQ(m->weights().layers[0].experts_gate_up.quant.panel_rows, 16);
+  auto logits = m->Forward(q8, kIds);
+  ASSERT_TRUE(logits.ok()) << logits.status().ToString();
+  for (float v : *logits) ASSERT_TRUE(std::isfinite(v));
 }
 
 // The logits error of the quantized head copies against the same W4A16 model with its bf16 head,

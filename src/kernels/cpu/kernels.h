@@ -52,7 +52,8 @@ void MatMulQ8a(ThreadPool& pool, const TensorView& w, const float* x, int64_t T,
 // The integer-dot path MatMulQ8a takes on this CPU now: "vnni512", "avx2" or "scalar".
 const char* MatMulQ8aKernel();
 // MatMulQ8a's load-time layout of w (PackWeightFn, ops/matmul_q8a.h): 16-row panels of Q4_0 /
-// Q5_0 / Q8_0 / Q6_K rows (matmul_q8a_packed.h) where the vnni512 path runs; null otherwise.
+// Q5_0 / Q8_0 / Q6_K rows (matmul_q8a_packed.h) where the vnni512 path runs, of all but Q6_K
+// where avx2 runs, and of int4 groups of 32 as Q4_0 (matmul_q8a_int4.h) on both; null otherwise.
 PackedWeight PackQ8aWeight(ThreadPool& pool, const TensorView& w);
 void RmsNorm(ThreadPool& pool, const float* x, const TensorView& w, int64_t R, int64_t D, float eps,
              float* out);

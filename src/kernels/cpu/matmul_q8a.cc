@@ -18,7 +18,8 @@
 // On vnni512, Q4_0 / Q5_0 / Q8_0 / Q6_K weights packed at load (PackQ8aWeight: 16-row panels,
 // matmul_q8a_packed.h) take the packed kernels for every T; T > 1 on other weights builds
 // per-call panels (matmul_q8a_gemm.h). On avx2, Q4_0 / Q5_0 / Q8_0 weights are packed the same
-// way and read by an AVX2 panel kernel, and T > 1 on Q4_K / Q6_K builds per-call panels.
+// way and read by an AVX2 panel kernel, and T > 1 on Q4_K / Q6_K builds per-call panels. W4A16's
+// int4 groups of 32 are packed as Q4_0 panels where their scales allow (matmul_q8a_int4.h).
 
 #include <algorithm>
 #include <cstdint>
@@ -31,6 +32,7 @@
 #include "hwy/targets.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/matmul_q8a_gemm.h"
+#include "kernels/cpu/matmul_q8a_int4.h"
 #include "kernels/cpu/matmul_q8a_packed.h"
 #include "kernels/cpu/q8a_x86.h"
 #include "ops/matmul_q8a.h"
@@ -633,6 +635,24 @@ void RowsAllTokens(const Shape& s, Path path, const std::vector<QuantX>& xt, int
   }
 }
 
+// Whether path has a kernel for the panels of kind (PacksQ8aPanels): vnni512 for every kind
+// packed, AVX2 for all but Q6_K.
+bool PanelKernelFor(Path path, QuantKind kind) {
+  if (!PacksQ8aPanels(kind, 256)) return false;  // 256: a K every packed kind accepts
+  return path == Path::kVnni512 || (path == Path::kAvx2 && kind != QuantKind::kQ6_K);
+}
+
+// Int4 groups of 32, packed (UsesQ8Activations): their Q4_0 panels, or their rows where a test
+// pinned a target below the panel kernels.
+void MatMulQ8aInt4(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y) {
+#if G4_Q8A_X86
+  const Path path = ChoosePath();
+  if (path == Path::kVnni512) return MatMulQ8aPacked(pool, Int4PanelsAsQ4_0(w), x, T, y);
+  if (path == Path::kAvx2) return MatMulQ8aPackedAvx2(pool, Int4PanelsAsQ4_0(w), x, T, y);
+#endif
+  MatMulQ8aInt4Rows(pool, w, x, T, y);
+}
+
 }  // namespace
 
 const char* MatMulQ8aKernel() { return PathName(ChoosePath()); }
@@ -644,16 +664,17 @@ PackedWeight PackQ8aWeight(ThreadPool& pool, const TensorView& w) {
     if (w.dim(1) % kQ8aPanelRows != 0) return {};
     rows.shape = {w.dim(0) * w.dim(1), w.dim(2)};
   }
-  if (!UsesQ8Activations(rows, 1)) return {};
   const Path path = ChoosePath();
-  if (path == Path::kVnni512 || (path == Path::kAvx2 && w.quant.kind != QuantKind::kQ6_K)) {
-    return PackQ8aPanels(pool, rows);
+  if (IsInt4Group32(w)) {
+    return path == Path::kScalar ? PackedWeight{} : PackQ8aInt4Panels(pool, rows);
   }
-  return {};
+  if (!UsesQ8Activations(rows, 1) || !PanelKernelFor(path, w.quant.kind)) return {};
+  return PackQ8aPanels(pool, rows);
 }
 
 void MatMulQ8a(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y) {
   if (!UsesQ8Activations(w, T)) return MatMul(pool, w, x, T, y);
+  if (IsInt4Group32(w)) return MatMulQ8aInt4(pool, w, x, T, y);
   const int64_t K = w.dim(1);
   const BlockFormat f = GgufBlockFormat(w.quant.kind);
   const Shape s{w.quant.kind, static_cast<const uint8_t*>(w.data), w.quant.row_bytes, K, w.dim(0),
@@ -666,7 +687,7 @@ void MatMulQ8a(ThreadPool& pool, const TensorView& w, const float* x, int64_t T,
     return MatMulQ8aPacked(pool, w, x, T, y);
   }
   if (T > 1 && path == Path::kVnni512) return MatMulQ8aPanels(pool, w, x, T, y);
-  if (path == Path::kAvx2 && w.quant.panels != nullptr && w.quant.kind != QuantKind::kQ6_K) {
+  if (path == Path::kAvx2 && w.quant.panels != nullptr && PanelKernelFor(path, w.quant.kind)) {
     return MatMulQ8aPackedAvx2(pool, w, x, T, y);
   }
   if (T > 1 && path == Path::kAvx2 &&

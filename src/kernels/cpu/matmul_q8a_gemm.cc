@@ -43,12 +43,6 @@ G4_TARGET_VNNI inline __m512i Field(__m512i v, int shift, int mask) {
   return _mm512_and_si512(_mm512_srl_epi32(v, _mm_cvtsi32_si128(shift)), bytes);
 }
 
-float Half(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return F16ToF32(h);
-}
-
 // Rows [n0, n0 + rows) of w (rows <= 16; the others of the panel are zero). Lane r is row r,
 // fetched by a gather over the rows: Q4_0 / Q5_0 dword m of qs gives lines m (low nibbles:
 // values 4m ..) and m + 4 (high: 16 + 4m ..), Q5_0's fifth bits come from qh's bits 4m .. 4m + 3
@@ -78,14 +72,14 @@ G4_TARGET_VNNI void BuildPanel(const TensorView& w, int64_t n0, int64_t rows, Pa
         const uint8_t* rb = block + r * w.quant.row_bytes;
         for (int64_t i = 0; i < per; ++i) {
           if (kind == QuantKind::kQ6_K) {
-            scale[i * kPanelRows + r] = Half(rb + 208) * static_cast<int8_t>(rb[192 + i]);
+            scale[i * kPanelRows + r] = GgufHalf(rb + 208) * static_cast<int8_t>(rb[192 + i]);
             continue;
           }
           int sc, mn;
           GgufScaleMinK4(rb + 4, static_cast<int>(i), &sc, &mn);
-          scale[i * kPanelRows + r] = Half(rb) * static_cast<float>(sc);
+          scale[i * kPanelRows + r] = GgufHalf(rb) * static_cast<float>(sc);
           p.min[static_cast<size_t>((b * per + i) * kPanelRows + r)] =
-              Half(rb + 2) * static_cast<float>(mn);
+              GgufHalf(rb + 2) * static_cast<float>(mn);
         }
       }
       for (int64_t i = 0; i < per; ++i) {

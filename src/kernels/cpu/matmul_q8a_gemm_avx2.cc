@@ -29,12 +29,6 @@ constexpr int64_t kPanelRows = kUnitPanelRows;
 constexpr int kTileX = 4;  // rows of x per tile
 using Panel = UnitPanel;
 
-float Half(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return F16ToF32(h);
-}
-
 // One 256-value block of a row: its unsigned values in order (Q4_K: nibbles; Q6_K: 6 bits,
 // before the offset of 32) and its units' scales and mins (core/q8_blocks.cc spells out the
 // layouts).
@@ -43,8 +37,8 @@ void UnpackBlock(QuantKind kind, const uint8_t* rb, uint8_t* vals, float* scale,
     for (int i = 0; i < 8; ++i) {
       int sc, mn;
       GgufScaleMinK4(rb + 4, i, &sc, &mn);
-      scale[i] = Half(rb) * static_cast<float>(sc);
-      min[i] = Half(rb + 2) * static_cast<float>(mn);
+      scale[i] = GgufHalf(rb) * static_cast<float>(sc);
+      min[i] = GgufHalf(rb + 2) * static_cast<float>(mn);
       const uint8_t* qs = rb + 16 + 32 * (i / 2);
       for (int j = 0; j < 32; ++j) vals[32 * i + j] = (qs[j] >> (4 * (i % 2))) & 0x0f;
     }
@@ -61,7 +55,7 @@ void UnpackBlock(QuantKind kind, const uint8_t* rb, uint8_t* vals, float* scale,
       v[96] = static_cast<uint8_t>((hi >> 4) | (bits >> 6 & 3) << 4);
     }
   }
-  const float d = Half(rb + 208);
+  const float d = GgufHalf(rb + 208);
   for (int g = 0; g < 16; ++g) scale[g] = d * static_cast<float>(static_cast<int8_t>(rb[192 + g]));
 }
 

@@ -3,11 +3,36 @@
 // the CPU kernels (kernels/cpu/matmul_q8a.cc), which must agree to f32 summation accuracy.
 #include <vector>
 
+#include "core/dtype.h"
 #include "core/q8_blocks.h"
 #include "kernels/ref/kernels.h"
 #include "ops/matmul_q8a.h"
 
 namespace g4::ref {
+namespace {
+
+// The int4 groups of 32 (W4A16): acc += scale * dx * sum q xq per group.
+void Int4Group32(const TensorView& w, const float* x, int64_t T, float* y) {
+  const int64_t N = w.dim(0), K = w.dim(1), groups = K / kQ8Block;
+  std::vector<int8_t> xq(static_cast<size_t>(K));
+  std::vector<float> dx(static_cast<size_t>(groups));
+  std::vector<int32_t> sx(static_cast<size_t>(groups));
+  for (int64_t t = 0; t < T; ++t) {  // x: [T, K], y: [T, N]
+    QuantizeQ8Blocks(x + t * K, K, xq.data(), dx.data(), sx.data());
+    for (int64_t n = 0; n < N; ++n) {
+      const uint8_t* row = static_cast<const uint8_t*>(w.data) + n * w.quant.row_bytes;
+      double acc = 0.0;
+      for (int64_t g = 0; g < groups; ++g) {
+        const double scale = LoadAsF32(w.quant.scales, w.quant.scale_dtype, n * groups + g);
+        acc += scale * dx[static_cast<size_t>(g)] *
+               Q8Int4GroupDot(row + g * kQ8Block / 2, xq.data() + g * kQ8Block);
+      }
+      y[t * N + n] = static_cast<float>(acc);
+    }
+  }
+}
+
+}  // namespace
 
 void MatMulQ8a(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y) {
   if (!UsesQ8Activations(w, T)) return MatMul(pool, w, x, T, y);
@@ -15,6 +40,7 @@ void MatMulQ8a(ThreadPool& pool, const TensorView& w, const float* x, int64_t T,
   std::vector<int8_t> xq(static_cast<size_t>(K));
   std::vector<float> dx(static_cast<size_t>(blocks));
   std::vector<int32_t> sx(static_cast<size_t>(blocks));
+  if (IsInt4Group32(w)) return Int4Group32(w, x, T, y);
   const BlockFormat f = GgufBlockFormat(w.quant.kind);
   const int64_t per = f.elems / kQ8Block;  // x blocks under one weight block
   for (int64_t t = 0; t < T; ++t) {  // x: [T, K], y: [T, N]

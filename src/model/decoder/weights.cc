@@ -268,31 +268,37 @@ Status BindCheckpoint(const Checkpoint& ckpt, const std::vector<TensorSlot>& slo
       ReleaseMappedPages(w->embed.data, w->embed.nbytes());
     }
   }
-  PackWeights(slots, options, w);
+  PackWeights(slots, options, !untied && w->lm_head.data != w->embed.data, w);
   return Status::Ok();
 }
 
 void PackWeights(const std::vector<TensorSlot>& slots, const LoadOptions& options,
-                 ModelWeights* w) {
+                 bool head_copied, ModelWeights* w) {
   if (options.pack_weight == nullptr) return;
   ThreadPool pool(options.threads);
-  const auto pack = [&](TensorView* v) {
+  // mapped: *v is a view of the checkpoint's read-only file mapping. A copy made at load (a
+  // quantized head) keeps its pages: madvise would zero them, and a backend without these
+  // panels (the ref twin in tests) reads the rows.
+  const auto pack = [&](TensorView* v, bool mapped) {
     PackedWeight packed = options.pack_weight(pool, *v);
     if (!packed.panels) return;
     SetPanels(packed, v);
     w->owned.push_back(std::move(packed.panels));
-    // Only the panels are read from now on (a tied head's embedding rows fault back in when
-    // gathered). Packed kinds are GGUF blocks: read-only file mappings.
-    ReleaseMappedPages(v->data, v->nbytes());
+    // Only the panels are read from now on by this backend (a tied head's embedding rows fault
+    // back in when gathered); int4 groups' scales are in the panels too.
+    if (mapped) {
+      ReleaseMappedPages(v->data, v->nbytes());
+      ReleaseMappedPages(v->quant.scales, v->scale_nbytes());
+    }
   };
   for (const TensorSlot& s : slots) {
     // Linears, and expert stacks (each expert's slice reads its own panels, ExpertRows).
     const bool matmul = s.linear() || s.init == TensorSlot::Init::kExperts;
     if (s.role == TensorRole::kRequired && s.view != nullptr && matmul && !s.view->empty()) {
-      pack(s.view);
+      pack(s.view, true);
     }
   }
-  pack(&w->lm_head);
+  pack(&w->lm_head, !head_copied);
 }
 
 namespace {

@@ -117,9 +117,10 @@ Status BindView(const TensorSlot& slot, const std::string& name, const std::stri
 
 // Points every bound linear of `slots` and w->lm_head at the panels options.pack_weight makes
 // for them (QuantInfo::panels, kept alive by w->owned) and releases the mapped pages they were
-// packed from. Nothing without a packer; weights it returns no panels for stay as loaded.
+// packed from; head_copied: w->lm_head is a copy made at load (MakeLmHead), whose rows stay.
+// Nothing without a packer; weights it returns no panels for stay as loaded.
 void PackWeights(const std::vector<TensorSlot>& slots, const LoadOptions& options,
-                 ModelWeights* w);
+                 bool head_copied, ModelWeights* w);
 
 // Points w->lm_head at the tied embedding (kAsStored) or at a quantized copy of it kept alive by
 // w->owned (kQ8, kQ4). kAuto: kQ8 when any linear is quantized (W4A16) and the embedding is not

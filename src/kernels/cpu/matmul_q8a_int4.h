@@ -1,0 +1,26 @@
+// MatMulQ8a (ops/matmul_q8a.h) on W4A16's int4 groups of 32 (IsInt4Group32): their grid is Q4_0's,
+// so where every scale is an f16 they are packed at load as Q4_0 panels (matmul_q8a_packed.h) and
+// read by the Q4_0 panel kernels, at Q4_0's speed and with the same weights.
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+#include "ops/matmul_q8a.h"
+
+namespace g4::cpu {
+
+// Q4_0 panels of w (2-D, or an [E, N, K] stack's rows), or null panels when a scale is not an
+// f16 or K is not a multiple of 32.
+PackedWeight PackQ8aInt4Panels(ThreadPool& pool, const TensorView& w);
+
+// w with panels from PackQ8aInt4Panels, seen as the Q4_0 weight those panels hold (for the panel
+// kernels, which read only the panels).
+TensorView Int4PanelsAsQ4_0(const TensorView& w);
+
+// MatMulQ8a of w (IsInt4Group32, packed) from its stored rows, in scalar code: where a test pins
+// a target below the panel kernels'.
+void MatMulQ8aInt4Rows(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y);
+
+}  // namespace g4::cpu
