@@ -47,16 +47,6 @@ bool HasQ8Dot(QuantKind kind) {
          kind == QuantKind::kQ4_K || kind == QuantKind::kQ6_K;
 }
 
-int32_t Q8DotOffset(QuantKind kind) {
-  switch (kind) {
-    case QuantKind::kQ4_0: return 8;
-    case QuantKind::kQ5_0: return 16;
-    case QuantKind::kQ8_0: return 128;
-    case QuantKind::kQ6_K: return 32;
-    default: return 0;
-  }
-}
-
 int32_t Q8BlockDot(QuantKind kind, const uint8_t* block, const int8_t* xq) {
   // Layouts (core/gguf_blocks.h): Q4_0 half d, u8 qs[16]; Q5_0 half d, u32 qh, u8 qs[16]: element
   // j < 16 is the low nibble of qs[j] (Q5_0: plus bit j of qh as bit 4), element j + 16 the high

@@ -24,7 +24,15 @@ void QuantizeQ8Blocks(const float* x, int64_t K, int8_t* q, float* d, int32_t* s
 // (offset 8, 16, 32); for Q8_0 the int8 q itself (as u = q + 128 for a u8 x s8 instruction,
 // offset 128).
 bool HasQ8Dot(QuantKind kind);
-int32_t Q8DotOffset(QuantKind kind);
+constexpr int32_t Q8DotOffset(QuantKind kind) {
+  switch (kind) {
+    case QuantKind::kQ4_0: return 8;
+    case QuantKind::kQ5_0: return 16;
+    case QuantKind::kQ8_0: return 128;
+    case QuantKind::kQ6_K: return 32;
+    default: return 0;
+  }
+}
 
 // sum_{j < 32} q_j * xq[j] for the 32 integer values q of one Q4_0 / Q5_0 / Q8_0 weight block,
 // before its scale d: exact.

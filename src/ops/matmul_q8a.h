@@ -27,7 +27,7 @@ namespace g4 {
 // scale is an f16, so that its Q4_0 panels give the same weights; elsewhere it stays MatMul.
 inline bool UsesQ8Activations(const TensorView& w, int64_t T) {
   if (T < 1 || w.shape.size() != 2 || w.dim(1) <= 0) return false;
-  if (IsInt4Group32(w)) return w.quant.panels != nullptr && w.dim(1) % kQ8Block == 0;
+  if (IsInt4Group32(w)) return w.quant.panels != nullptr;  // a group divides K
   return HasQ8Dot(w.quant.kind) && w.dim(1) % GgufBlockFormat(w.quant.kind).elems == 0;
 }
 

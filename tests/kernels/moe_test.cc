@@ -47,6 +47,16 @@ struct Experts {
   StoredTensor gate_up, down, scale;
 };
 
+// MoeArgs over quantized stacks (QuantStack views, or those views with panels set).
+MoeArgs StackArgs(const std::vector<float>& logits, const std::vector<float>& x,
+                  const TensorView& gate_up, const TensorView& down, const StoredTensor& scale,
+                  int64_t R, int k) {
+  MoeArgs a;
+  a.logits = logits.data(), a.x = x.data(), a.gate_up = &gate_up, a.down = &down;
+  a.per_expert_scale = &scale.view(), a.R = R, a.top_k = k;
+  return a;
+}
+
 class MoeTest : public ::testing::TestWithParam<std::tuple<DType, int>> {};
 
 TEST_P(MoeTest, CpuMatchesRef) {
@@ -95,9 +105,7 @@ TEST(MoeTest, QuantizedExpertsMatchRef) {
                    " R=" + std::to_string(R));
       const std::vector<float> logits = RandomFloats(R * E, 6, -3.0f, 3.0f);
       const std::vector<float> x = RandomFloats(R * H, 7, -2.0f, 2.0f);
-      MoeArgs a;
-      a.logits = logits.data(), a.x = x.data(), a.gate_up = &gu.view, a.down = &dn.view;
-      a.per_expert_scale = &scale.view(), a.R = R, a.top_k = k;
+      MoeArgs a = StackArgs(logits, x, gu.view, dn.view, scale, R, k);
       std::vector<float> out(static_cast<size_t>(R * H)), ref(out.size());
       a.out = out.data();
       cpu::Moe(pool, a);
@@ -154,9 +162,7 @@ TEST(MoeTest, Q8aMatchesTheExpertsInt8ActivationMatmuls) {
     for (int64_t R : {1, 9}) {
       const std::vector<float> logits = RandomFloats(R * E, 16, -3.0f, 3.0f);
       const std::vector<float> x = RandomFloats(R * H, 17, -2.0f, 2.0f);
-      MoeArgs a;
-      a.logits = logits.data(), a.x = x.data(), a.gate_up = &gu.view, a.down = &dn.view;
-      a.per_expert_scale = &scale.view(), a.R = R, a.top_k = k;
+      MoeArgs a = StackArgs(logits, x, gu.view, dn.view, scale, R, k);
       const std::vector<float> want = MoeOverQ8aMatMuls(a);
       for (int threads : {1, 3}) {
         SCOPED_TRACE(std::string(QuantKindName(kind)) + " R=" + std::to_string(R) +
@@ -210,11 +216,8 @@ TEST(MoeTest, Int4StacksTakeInt8ActivationsOnlyOnPanels) {
   for (int64_t R : {1, 9}) {
     const std::vector<float> logits = RandomFloats(R * E, 26, -3.0f, 3.0f);
     const std::vector<float> x = RandomFloats(R * H, 27, -2.0f, 2.0f);
-    MoeArgs a;
-    a.logits = logits.data(), a.x = x.data(), a.gate_up = &gu.view, a.down = &dn.view;
-    a.per_expert_scale = &scale.view(), a.R = R, a.top_k = k;
-    MoeArgs p = a;
-    p.gate_up = &gu_packed, p.down = &dn_packed;
+    MoeArgs a = StackArgs(logits, x, gu.view, dn.view, scale, R, k);
+    MoeArgs p = StackArgs(logits, x, gu_packed, dn_packed, scale, R, k);
     const std::vector<float> want = MoeOverQ8aMatMuls(p);
     for (int threads : {1, 3}) {
       SCOPED_TRACE("R=" + std::to_string(R) + " threads=" + std::to_string(threads));

@@ -458,14 +458,13 @@ G4_TARGET_AVX2 inline __m256i BlockDotAvx2(const uint8_t* p, __m256i xv) {
 // it took to find the offset) ran Q4_0 at 3.5 GB/s on 2 AVX2 cores, below the exact kernel.
 template <QuantKind kKind, int kR>
 G4_TARGET_AVX2 void RowsTileAvx2(const Shape& s, const QuantX& x, const uint8_t* w, float* y) {
-  constexpr int32_t kOffset =
-      kKind == QuantKind::kQ4_0 ? 8 : kKind == QuantKind::kQ5_0 ? 16 : 0;
-  constexpr int64_t kBytes = kKind == QuantKind::kQ4_0 ? 18 : kKind == QuantKind::kQ5_0 ? 22 : 34;
+  // Q8_0's q are read signed here (BlockDotAvx2): no offset.
+  constexpr int32_t kOffset = kKind == QuantKind::kQ8_0 ? 0 : Q8DotOffset(kKind);
   const int64_t rb = s.row_bytes;
   __m256 acc[kR];
   for (int r = 0; r < kR; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < s.blocks; ++b) {
-    const uint8_t* p = w + b * kBytes;
+    const uint8_t* p = w + b * s.block_bytes;
     if (b % 2 == 0) {
       for (int r = 0; r < kR; ++r) {
         _mm_prefetch(reinterpret_cast<const char*>(p + (r + kPrefetchRows) * rb), _MM_HINT_T0);

@@ -1,7 +1,7 @@
 // Int4 groups of 32 as Q4_0 panels (matmul_q8a_int4.h).
 #include "kernels/cpu/matmul_q8a_int4.h"
 
-#include <atomic>
+#include <algorithm>
 #include <vector>
 
 #include "core/dtype.h"
@@ -16,30 +16,18 @@ int64_t Q4_0Bytes() { return GgufBlockFormat(QuantKind::kQ4_0).bytes; }
 }  // namespace
 
 PackedWeight PackQ8aInt4Panels(ThreadPool& pool, const TensorView& w) {
-  if (!IsInt4Group32(w) || w.shape.size() < 2 || w.shape.back() % kQ8Block != 0) return {};
-  const int64_t K = w.shape.back(), N = w.numel() / K, groups = K / kQ8Block;
+  if (!IsInt4Group32(w) || w.shape.size() != 2) return {};
+  const int64_t N = w.dim(0), K = w.dim(1), groups = K / kQ8Block;
   const int64_t block_bytes = Q4_0Bytes();
-  TensorView rows = w;
-  rows.shape = {N, K};
-  // The Q4_0 rows exist only while the panels are built from them.
-  std::vector<uint8_t> q4(static_cast<size_t>(N * groups * block_bytes));
-  std::atomic<bool> exact{true};
-  pool.ParallelFor(N, 64, [&](int64_t b, int64_t e) {
-    for (int64_t n = b; n < e && exact.load(std::memory_order_relaxed); ++n) {
+  return PackQ8aPanelsFrom(pool, QuantKind::kQ4_0, N, K, [&](int64_t p, uint8_t* rows) {
+    const int64_t n0 = p * kQ8aPanelRows, n1 = std::min(N, n0 + kQ8aPanelRows);
+    for (int64_t n = n0; n < n1; ++n) {
       for (int64_t g = 0; g < groups; ++g) {
-        if (!Int4GroupToQ4_0(rows, n, g, q4.data() + (n * groups + g) * block_bytes)) {
-          exact.store(false, std::memory_order_relaxed);
-          return;
-        }
+        if (!Int4GroupToQ4_0(w, n, g, rows + ((n - n0) * groups + g) * block_bytes)) return false;
       }
     }
+    return true;
   });
-  if (!exact.load()) return {};
-  QuantInfo q;
-  q.kind = QuantKind::kQ4_0;
-  q.group_size = kQ8Block;
-  q.row_bytes = groups * block_bytes;
-  return PackQ8aPanels(pool, TensorView(q4.data(), DType::kU8, {N, K}, q));
 }
 
 TensorView Int4PanelsAsQ4_0(const TensorView& w) {

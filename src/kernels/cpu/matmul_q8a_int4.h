@@ -11,8 +11,8 @@
 
 namespace g4::cpu {
 
-// Q4_0 panels of w (2-D, or an [E, N, K] stack's rows), or null panels when a scale is not an
-// f16 or K is not a multiple of 32.
+// Q4_0 panels of a 2-D w (an [E, N, K] stack seen as its E * N rows), built a panel at a time,
+// or null panels when a scale is not an f16.
 PackedWeight PackQ8aInt4Panels(ThreadPool& pool, const TensorView& w);
 
 // w with panels from PackQ8aInt4Panels, seen as the Q4_0 weight those panels hold (for the panel

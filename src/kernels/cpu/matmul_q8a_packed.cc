@@ -22,6 +22,7 @@
 #include "kernels/cpu/matmul_q8a_packed.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -61,18 +62,17 @@ Layout LayoutOf(QuantKind kind, int64_t N, int64_t K) {
   return l;
 }
 
-// Panel p of w into out (panel_bytes, zeroed here).
-void PackPanel(const TensorView& w, const Layout& l, int64_t p, uint8_t* out) {
+// Panel p, whose rows start at data (row_bytes apart), into out (panel_bytes, zeroed here).
+void PackPanel(const uint8_t* data, int64_t row_bytes, const Layout& l, int64_t p, uint8_t* out) {
   std::memset(out, 0, static_cast<size_t>(l.panel_bytes));
-  const int64_t n0 = p * kRows, rows = std::min(kRows, l.N - n0);
+  const int64_t rows = std::min(kRows, l.N - p * kRows);
   const int64_t bytes = GgufBlockFormat(l.kind).bytes;
-  const uint8_t* data = static_cast<const uint8_t*>(w.data);
   for (int64_t b = 0; b < l.blocks; ++b) {
     uint8_t* pair = out + b / 2 * l.pair_bytes;
     uint8_t* block = pair + b % 2 * l.block_bytes;
     uint8_t* scales = pair + 2 * l.block_bytes + 32 * (b % 2);
     for (int64_t r = 0; r < rows; ++r) {
-      const uint8_t* src = data + (n0 + r) * w.quant.row_bytes + b * bytes;
+      const uint8_t* src = data + r * row_bytes + b * bytes;
       std::memcpy(scales + 2 * r, src, 2);
       if (l.kind == QuantKind::kQ8_0) {
         for (int64_t i = 0; i < 32; ++i) {
@@ -144,8 +144,7 @@ struct Kind {
   static constexpr int kLines = kKind == QuantKind::kQ8_0 ? 8 : 4;
   static constexpr int64_t kBlockBytes = kLines * 64 + (kKind == QuantKind::kQ5_0 ? 64 : 0);
   static constexpr int64_t kPairBytes = 2 * kBlockBytes + 64;
-  static constexpr int32_t kOffset =
-      kKind == QuantKind::kQ8_0 ? 128 : kKind == QuantKind::kQ5_0 ? 16 : 8;
+  static constexpr int32_t kOffset = Q8DotOffset(kKind);
 };
 
 // The unsigned values of line k of a block: lo (Q8_0: the line itself) and, for 4-bit lines, hi
@@ -511,6 +510,21 @@ G4_TARGET_AVX2 void PanelsAvx2(const Layout& l, const uint8_t* packed, const Pac
 }
 #endif  // G4_Q8A_X86
 
+// panels * panel_bytes bytes, 2 MiB-aligned when that large so that transparent huge pages can
+// back it (fewer TLB misses on a stream); null when the allocation fails.
+std::shared_ptr<void> PanelBuffer(int64_t panels, int64_t panel_bytes) {
+  const size_t bytes = static_cast<size_t>(panels * panel_bytes);
+  constexpr size_t kHuge = size_t{2} << 20;
+  const size_t align = bytes >= kHuge ? kHuge : 64;
+  const size_t rounded = (bytes + align - 1) / align * align;
+  void* raw = std::aligned_alloc(align, rounded);
+  if (raw == nullptr) return nullptr;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (align == kHuge) madvise(raw, rounded, MADV_HUGEPAGE);
+#endif
+  return std::shared_ptr<void>(raw, [](void* p) { std::free(p); });
+}
+
 }  // namespace
 
 bool PacksQ8aPanels(QuantKind kind, int64_t K) {
@@ -524,27 +538,41 @@ PackedWeight PackQ8aPanels(ThreadPool& pool, const TensorView& w) {
   const bool q6k = w.quant.kind == QuantKind::kQ6_K;
   const Layout l = LayoutOf(w.quant.kind, w.dim(0), w.dim(1));
   const int64_t panel_bytes = q6k ? Q6KPanelBytes(w.dim(1)) : l.panel_bytes;
-  const size_t bytes = static_cast<size_t>(l.panels * panel_bytes);
-  constexpr size_t kHuge = size_t{2} << 20;
-  // 2 MiB-aligned so that transparent huge pages can back it (fewer TLB misses on a stream).
-  const size_t align = bytes >= kHuge ? kHuge : 64;
-  void* raw = std::aligned_alloc(align, (bytes + align - 1) / align * align);
-  if (raw == nullptr) return {};
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  if (align == kHuge) madvise(raw, (bytes + align - 1) / align * align, MADV_HUGEPAGE);
-#endif
-  std::shared_ptr<const void> out(raw, [](const void* p) { std::free(const_cast<void*>(p)); });
-  uint8_t* dst = static_cast<uint8_t*>(raw);
+  std::shared_ptr<void> out = PanelBuffer(l.panels, panel_bytes);
+  if (out == nullptr) return {};
+  uint8_t* dst = static_cast<uint8_t*>(out.get());
+  const uint8_t* data = static_cast<const uint8_t*>(w.data);
   pool.ParallelFor(l.panels, 1, [&](int64_t b, int64_t e) {
     for (int64_t p = b; p < e; ++p) {
       if (q6k) {
         PackPanelQ6K(w, p, dst + p * panel_bytes);
       } else {
-        PackPanel(w, l, p, dst + p * panel_bytes);
+        PackPanel(data + p * kRows * w.quant.row_bytes, w.quant.row_bytes, l, p,
+                  dst + p * panel_bytes);
       }
     }
   });
   return {std::move(out), kRows, panel_bytes};
+}
+
+PackedWeight PackQ8aPanelsFrom(ThreadPool& pool, QuantKind kind, int64_t N, int64_t K,
+                               const PanelRowsFn& fill) {
+  if (kind == QuantKind::kQ6_K || !PacksQ8aPanels(kind, K)) return {};
+  const Layout l = LayoutOf(kind, N, K);
+  const int64_t row_bytes = K / GgufBlockFormat(kind).elems * GgufBlockFormat(kind).bytes;
+  std::shared_ptr<void> out = PanelBuffer(l.panels, l.panel_bytes);
+  if (out == nullptr) return {};
+  uint8_t* dst = static_cast<uint8_t*>(out.get());
+  std::atomic<bool> ok{true};
+  pool.ParallelFor(l.panels, 1, [&](int64_t b, int64_t e) {
+    std::vector<uint8_t> rows(static_cast<size_t>(kRows * row_bytes));
+    for (int64_t p = b; p < e && ok.load(std::memory_order_relaxed); ++p) {
+      if (!fill(p, rows.data())) return ok.store(false, std::memory_order_relaxed);
+      PackPanel(rows.data(), row_bytes, l, p, dst + p * l.panel_bytes);
+    }
+  });
+  if (!ok.load()) return {};
+  return {std::move(out), kRows, l.panel_bytes};
 }
 
 void MatMulQ8aPacked(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y) {

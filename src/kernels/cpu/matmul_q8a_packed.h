@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "core/tensor.h"
@@ -23,6 +24,14 @@ bool PacksQ8aPanels(QuantKind kind, int64_t K);
 // The panels of a 2-D w (PacksQ8aPanels), built on the pool's threads; the caller sets them in
 // w.quant (SetPanels) and keeps them alive while w is used.
 PackedWeight PackQ8aPanels(ThreadPool& pool, const TensorView& w);
+
+// The panels of an [N, K] weight of kind (Q4_0, Q5_0 or Q8_0) whose rows exist only a panel at a
+// time: fill(p, rows) writes the rows of panel p (min(16, N - 16p) of them, K's blocks each,
+// back to back) and returns false to give up, which gives null panels. One pass, no copy of the
+// whole weight (int4 groups turned into Q4_0, matmul_q8a_int4.h).
+using PanelRowsFn = std::function<bool(int64_t p, uint8_t* rows)>;
+PackedWeight PackQ8aPanelsFrom(ThreadPool& pool, QuantKind kind, int64_t N, int64_t K,
+                               const PanelRowsFn& fill);
 
 // y: [T, N] = x: [T, K] w^T with x's rows quantized as MatMulQ8a does, through w.quant.panels.
 // Only where AVX-512 F/BW/VL + VNNI run (the caller's path choice).

@@ -9,48 +9,31 @@
 #include "ops/matmul_q8a.h"
 
 namespace g4::ref {
-namespace {
-
-// The int4 groups of 32 (W4A16): acc += scale * dx * sum q xq per group.
-void Int4Group32(const TensorView& w, const float* x, int64_t T, float* y) {
-  const int64_t N = w.dim(0), K = w.dim(1), groups = K / kQ8Block;
-  std::vector<int8_t> xq(static_cast<size_t>(K));
-  std::vector<float> dx(static_cast<size_t>(groups));
-  std::vector<int32_t> sx(static_cast<size_t>(groups));
-  for (int64_t t = 0; t < T; ++t) {  // x: [T, K], y: [T, N]
-    QuantizeQ8Blocks(x + t * K, K, xq.data(), dx.data(), sx.data());
-    for (int64_t n = 0; n < N; ++n) {
-      const uint8_t* row = static_cast<const uint8_t*>(w.data) + n * w.quant.row_bytes;
-      double acc = 0.0;
-      for (int64_t g = 0; g < groups; ++g) {
-        const double scale = LoadAsF32(w.quant.scales, w.quant.scale_dtype, n * groups + g);
-        acc += scale * dx[static_cast<size_t>(g)] *
-               Q8Int4GroupDot(row + g * kQ8Block / 2, xq.data() + g * kQ8Block);
-      }
-      y[t * N + n] = static_cast<float>(acc);
-    }
-  }
-}
-
-}  // namespace
 
 void MatMulQ8a(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y) {
   if (!UsesQ8Activations(w, T)) return MatMul(pool, w, x, T, y);
   const int64_t N = w.dim(0), K = w.dim(1), blocks = K / kQ8Block;
+  // A weight block: an int4 group of 32 (16 bytes, its scale in quant.scales) or a GGUF block.
+  const bool int4 = IsInt4Group32(w);
+  const BlockFormat f = int4 ? BlockFormat{kQ8Block, kQ8Block / 2} : GgufBlockFormat(w.quant.kind);
+  const int64_t per = f.elems / kQ8Block;  // x blocks under one weight block
   std::vector<int8_t> xq(static_cast<size_t>(K));
   std::vector<float> dx(static_cast<size_t>(blocks));
   std::vector<int32_t> sx(static_cast<size_t>(blocks));
-  if (IsInt4Group32(w)) return Int4Group32(w, x, T, y);
-  const BlockFormat f = GgufBlockFormat(w.quant.kind);
-  const int64_t per = f.elems / kQ8Block;  // x blocks under one weight block
   for (int64_t t = 0; t < T; ++t) {  // x: [T, K], y: [T, N]
     QuantizeQ8Blocks(x + t * K, K, xq.data(), dx.data(), sx.data());
     for (int64_t n = 0; n < N; ++n) {
       const uint8_t* row = static_cast<const uint8_t*>(w.data) + n * w.quant.row_bytes;
       double acc = 0.0;
       for (int64_t b = 0; b < K / f.elems; ++b) {
-        acc += Q8Dot(w.quant.kind, row + b * f.bytes, xq.data() + b * f.elems,
-                     dx.data() + b * per, sx.data() + b * per);
+        const uint8_t* block = row + b * f.bytes;
+        const int8_t* xb = xq.data() + b * f.elems;
+        if (int4) {  // scale * dx * sum q xq
+          const double scale = LoadAsF32(w.quant.scales, w.quant.scale_dtype, n * blocks + b);
+          acc += scale * dx[static_cast<size_t>(b)] * Q8Int4GroupDot(block, xb);
+        } else {
+          acc += Q8Dot(w.quant.kind, block, xb, dx.data() + b * per, sx.data() + b * per);
+        }
       }
       y[t * N + n] = static_cast<float>(acc);
     }

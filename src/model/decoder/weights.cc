@@ -260,15 +260,15 @@ Status BindCheckpoint(const Checkpoint& ckpt, const std::vector<TensorSlot>& slo
     if (!ckpt.store()) return Internal(ckpt.path() + ": opened without its weights");
     G4_RETURN_IF_ERROR(BindSafetensors(ckpt, slots));
   }
-  if (!untied) {
-    G4_RETURN_IF_ERROR(MakeLmHead(w, options));
-    if (w->lm_head.data != w->embed.data) {
-      // The mapped embedding is now only gathered (one row per token): drop the pages the
-      // quantizer read from this process's resident set (they stay in the page cache).
-      ReleaseMappedPages(w->embed.data, w->embed.nbytes());
-    }
+  if (!untied) G4_RETURN_IF_ERROR(MakeLmHead(w, options));
+  // A tied head that MakeLmHead copied (quantized): the copy is in memory, not in the file.
+  const bool head_copied = !untied && w->lm_head.data != w->embed.data;
+  if (head_copied) {
+    // The mapped embedding is now only gathered (one row per token): drop the pages the
+    // quantizer read from this process's resident set (they stay in the page cache).
+    ReleaseMappedPages(w->embed.data, w->embed.nbytes());
   }
-  PackWeights(slots, options, !untied && w->lm_head.data != w->embed.data, w);
+  PackWeights(slots, options, head_copied, w);
   return Status::Ok();
 }
 
