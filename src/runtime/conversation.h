@@ -1,5 +1,5 @@
 // Conversation: the messages of a multi-turn chat (OpenAI format) and the prompt each turn sends,
-// rendered by the model's chat template (tokenizer/chat.h): turn n's prompt is the system
+// rendered by the model's chat template (chat/chat.h): turn n's prompt is the system
 // message, turns 1..n-1 with their answers, and the new user message, so the model sees the
 // whole history every turn. Used by `g4 chat`.
 #pragma once
@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/chat.h"
 #include "core/status.h"
-#include "tokenizer/chat.h"
 
 namespace g4 {
 

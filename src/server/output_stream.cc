@@ -1,6 +1,6 @@
 #include "server/output_stream.h"
 
-#include "tokenizer/chat.h"
+#include "chat/chat.h"
 #include "tokenizer/gemma4_tokens.h"
 
 namespace g4 {

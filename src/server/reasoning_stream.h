@@ -1,5 +1,5 @@
 // ReasoningSplitter: splits streamed model text into reasoning and content as it arrives, the
-// streaming twin of ParseModelOutput (tokenizer/chat.h). Gemma 4 writes its thoughts as
+// streaming twin of ParseModelOutput (chat/chat.h). Gemma 4 writes its thoughts as
 // "<|channel>thought\n ... <channel|>"; both markers are single tokens rendered as text, so a
 // marker never straddles two pieces.
 #pragma once

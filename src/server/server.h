@@ -15,12 +15,12 @@
 #include <string>
 #include <thread>
 
+#include "chat/chat.h"
 #include "core/status.h"
 #include "runtime/grammar/grammar.h"
 #include "runtime/scheduler/engine.h"
 #include "server/metrics.h"
 #include "server/openai/request.h"
-#include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
 
 namespace g4 {

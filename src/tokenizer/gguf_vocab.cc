@@ -20,7 +20,6 @@ using gguf_vocab::OptionalBool;
 using gguf_vocab::OptionalId;
 using gguf_vocab::kAddBosKey;
 using gguf_vocab::kAddSpaceKey;
-using gguf_vocab::kArchitectureKey;
 using gguf_vocab::kBosKey;
 using gguf_vocab::kEosKey;
 using gguf_vocab::kMaskKey;
@@ -138,33 +137,6 @@ StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromGguf(const GgufFile& f) {
   return Unimplemented(KeyError(f, kModelKey, "is '" + model +
                                                   "'; g4 reads the 'gemma4' (BPE with merges) and "
                                                   "'llama' (SentencePiece, Gemma 1-3) tokenizers"));
-}
-
-StatusOr<ChatStyle> ChatStyleFromGguf(const GgufFile& f) {
-  if (f.Has(kTemplateKey)) {
-    G4_ASSIGN_OR_RETURN(std::string text, f.GetString(kTemplateKey));
-    ChatStyle style = ChatStyleFromTemplate(text);
-    style.source = f.path() + " " + kTemplateKey;
-    return style;
-  }
-  std::string arch = "gemma4";
-  if (f.Has(kArchitectureKey)) {
-    G4_ASSIGN_OR_RETURN(arch, f.GetString(kArchitectureKey));
-  }
-  ChatStyle style;
-  if (arch != "gemma4") {
-    style.format = ChatFormat::kNone;
-    style.source = f.path() + " (no " + kTemplateKey + ", " + kArchitectureKey + " = " + arch + ")";
-    return style;
-  }
-  constexpr const char* kPleKey = "gemma4.embedding_length_per_layer_input";
-  if (f.Has(kPleKey)) {
-    G4_ASSIGN_OR_RETURN(int64_t ple, f.GetInt(kPleKey));
-    style.empty_thought_in_generation_prompt = ple <= 0;
-    style.source = f.path() + (ple > 0 ? " (per-layer embeddings: E2B/E4B form)"
-                                       : " (no per-layer embeddings: 26B/31B form)");
-  }
-  return style;
 }
 
 Status AddGgufTokenizerMetadata(const TokenizerJson& json, const GgufTokenizerOptions& options,

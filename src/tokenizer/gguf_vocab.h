@@ -23,7 +23,6 @@
 #include "core/status.h"
 #include "loader/gguf.h"
 #include "loader/gguf_writer.h"
-#include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_json.h"
 
@@ -35,13 +34,6 @@ namespace g4 {
 // (model, tokens, token_type, and merges for "gemma4" or scores for "llama"), InvalidArgument for
 // a mistyped or inconsistent one, Unimplemented for a model other than "gemma4" and "llama".
 StatusOr<std::unique_ptr<Tokenizer>> TokenizerFromGguf(const GgufFile& file);
-
-// The chat style tokenizer.chat_template implies (ChatStyleFromTemplate). Without a template:
-// general.architecture "gemma4" (or absent) keeps the Gemma 4 format, per-layer embeddings
-// (gemma4.embedding_length_per_layer_input > 0) meaning the E2B/E4B form, else the 26B/31B form;
-// any other architecture (gemma3: Google's base-model GGUFs carry no template) gets
-// ChatFormat::kNone, which RenderChat refuses.
-StatusOr<ChatStyle> ChatStyleFromGguf(const GgufFile& file);
 
 struct GgufTokenizerOptions {
   bool add_bos_token = true;  // llama.cpp forces it on for gemma4 anyway

@@ -1,5 +1,5 @@
 // Fuzzes the chat request path of the server up to the prompt: ParseChatRequest (the
-// /v1/chat/completions body, server/openai/request.h) and RenderChat (tokenizer/chat.h) of what
+// /v1/chat/completions body, server/openai/request.h) and RenderChat (chat/chat.h) of what
 // it accepts, in both chat styles. RenderChat is also fed the raw body's "messages" and "tools"
 // without the request validation in front, since it documents InvalidArgument for malformed
 // messages itself.
@@ -7,10 +7,10 @@
 #include <cstdint>
 #include <string>
 
+#include "chat/chat.h"
 #include "fuzz/fuzz_util.h"
 #include "loader/json_file.h"
 #include "server/openai/request.h"
-#include "tokenizer/chat.h"
 
 namespace {
 

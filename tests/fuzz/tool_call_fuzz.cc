@@ -1,4 +1,4 @@
-// Fuzzes the parser of generated text (tokenizer/chat.h ParseModelOutput; tool_syntax.h
+// Fuzzes the parser of generated text (chat/chat.h ParseModelOutput; tool_syntax.h
 // ParseValue): reasoning channels, tool calls and their Gemma-syntax argument values, which come
 // from the model and so can be anything. Accepted tool calls must carry an object of arguments
 // that serialises back to JSON.
@@ -7,9 +7,9 @@
 #include <string>
 #include <string_view>
 
+#include "chat/chat.h"
+#include "chat/tool_syntax.h"
 #include "fuzz/fuzz_util.h"
-#include "tokenizer/chat.h"
-#include "tokenizer/tool_syntax.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text = g4::fuzz::AsText(data, size);

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "model/gemma4/config.h"
-#include "model/gemma4/synthetic.h"
+#include "synthetic/gemma4.h"
 
 namespace g4 {
 namespace {

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "chat/model_tokenizer.h"
 #include "common/golden_cases.h"
 #include "common/real_model.h"
 #include "loader/checkpoint.h"
@@ -37,7 +38,6 @@
 #include "runtime/perplexity.h"
 #include "runtime/prefill.h"
 #include "runtime/scheduler/engine.h"
-#include "tokenizer/model_tokenizer.h"
 
 namespace g4 {
 namespace {

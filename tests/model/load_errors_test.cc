@@ -10,7 +10,7 @@
 #include "loader/safetensors_writer.h"
 #include "model/gemma4/model.h"
 #include "model/model_test_util.h"
-#include "model/gemma4/synthetic.h"
+#include "synthetic/gemma4.h"
 
 namespace g4 {
 namespace {

@@ -26,7 +26,7 @@
 #include "model/gemma4/model.h"
 #include "model/gemma4/tensors.h"
 #include "model/model_test_util.h"
-#include "model/gemma4/synthetic.h"
+#include "synthetic/gemma4.h"
 
 namespace g4 {
 namespace {

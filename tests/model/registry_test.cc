@@ -10,7 +10,7 @@
 #include <fstream>
 
 #include "common/temp_path.h"
-#include "model/gemma4/synthetic.h"
+#include "synthetic/gemma4.h"
 
 namespace g4 {
 namespace {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "model/gemma4/config.h"
-#include "model/gemma4/synthetic.h"
+#include "synthetic/gemma4.h"
 
 namespace g4 {
 namespace {

@@ -8,9 +8,9 @@
 
 #include "common/temp_path.h"
 #include "model/registry.h"
-#include "model/gemma4/synthetic.h"
 #include "runtime/kv_cache/kv_cache.h"
 #include "runtime/prefill.h"
+#include "synthetic/gemma4.h"
 
 namespace g4 {
 namespace {

@@ -11,8 +11,8 @@
 #include "common/temp_path.h"
 #include "model/gemma4/model.h"
 #include "model/registry.h"
-#include "model/gemma4/synthetic.h"
 #include "runtime/prefill.h"
+#include "synthetic/gemma4.h"
 
 namespace g4 {
 namespace {

@@ -10,8 +10,8 @@
 #include <filesystem>
 
 #include "common/temp_path.h"
-#include "model/gemma4/synthetic.h"
 #include "model/registry.h"
+#include "synthetic/gemma4.h"
 
 namespace g4 {
 namespace {

@@ -22,11 +22,11 @@
 #include <nlohmann/json.hpp>
 
 #include "common/temp_path.h"
-#include "model/gemma4/synthetic.h"
 #include "model/registry.h"
 #include "runtime/scheduler/engine.h"
 #include "server/metrics.h"
 #include "server/server.h"
+#include "synthetic/gemma4.h"
 #include "tokenizer/test_util.h"
 #include "tokenizer/tokenizer.h"
 

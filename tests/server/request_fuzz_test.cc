@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "chat/chat.h"
 #include "server/openai/field_reader.h"
 #include "server/openai/request.h"
 #include "server/openai/tokenize_request.h"
 #include "server/request_test_util.h"
-#include "tokenizer/chat.h"
 
 namespace g4::openai {
 namespace {

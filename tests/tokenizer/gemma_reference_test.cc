@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "tokenizer/chat.h"
+#include "chat/chat.h"
 #include "tokenizer/gemma4_tokens.h"
 #include "tokenizer/gemma4_vocab.h"
 #include "tokenizer/stream_decoder.h"

@@ -18,6 +18,7 @@
 #include <random>
 #include <sstream>
 
+#include "chat/chat.h"
 #include "loader/gguf.h"
 #include "tokenizer/gguf_vocab.h"
 #include "tokenizer/spm_reference.h"

@@ -11,6 +11,7 @@
 #include <limits>
 #include <random>
 
+#include "chat/chat.h"
 #include "loader/gguf_writer.h"
 #include "tokenizer/gguf_vocab.h"
 #include "tokenizer/spm_merges.h"

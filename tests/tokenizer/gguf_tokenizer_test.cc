@@ -9,8 +9,8 @@
 
 #include <random>
 
+#include "chat/model_tokenizer.h"
 #include "tokenizer/gemma4_vocab.h"
-#include "tokenizer/model_tokenizer.h"
 #include "tokenizer/test_util.h"
 
 namespace g4 {

@@ -10,12 +10,12 @@
 #include <memory>
 #include <string>
 
+#include "chat/model_tokenizer.h"
 #include "core/status.h"
 #include "loader/checkpoint.h"
 #include "model/causal_lm.h"
 #include "model/load_options.h"
 #include "ops/backend.h"
-#include "tokenizer/model_tokenizer.h"
 
 namespace g4::cli {
 

@@ -7,8 +7,8 @@
 
 #include "commands.h"
 #include "core/log.h"
-#include "model/gemma4/synthetic.h"
 #include "progress.h"
+#include "synthetic/gemma4.h"
 #include "tokenizer/gemma4_vocab.h"
 #include "tokenizer/gguf_vocab.h"
 

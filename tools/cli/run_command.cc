@@ -8,6 +8,8 @@
 #include <memory>
 
 #include "backend_setup.h"
+#include "chat/chat.h"
+#include "chat/model_tokenizer.h"
 #include "commands.h"
 #include "core/log.h"
 #include "loader/json_file.h"
@@ -15,8 +17,6 @@
 #include "runtime/generator.h"
 #include "runtime/grammar/grammar.h"
 #include "sampling_flags.h"
-#include "tokenizer/chat.h"
-#include "tokenizer/model_tokenizer.h"
 #include "tokenizer/stream_decoder.h"
 #include "tokenizer/tokenizer.h"
 

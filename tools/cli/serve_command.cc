@@ -13,6 +13,8 @@
 #include <string>
 
 #include "backend_setup.h"
+#include "chat/chat.h"
+#include "chat/model_tokenizer.h"
 #include "commands.h"
 #include "core/log.h"
 #include "core/process_stats.h"
@@ -23,8 +25,6 @@
 #include "server/metrics_observer.h"
 #include "server/openai/response.h"
 #include "server/server.h"
-#include "tokenizer/chat.h"
-#include "tokenizer/model_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace g4::cli {

@@ -14,14 +14,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/chat.h"
+#include "chat/model_tokenizer.h"
 #include "commands.h"
 #include "core/log.h"
 #include "loader/gguf.h"
 #include "loader/hf_cache.h"
 #include "loader/json_file.h"
-#include "tokenizer/chat.h"
 #include "tokenizer/gguf_vocab.h"
-#include "tokenizer/model_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
 

@@ -1,7 +1,7 @@
 // Building grammar nodes: literals, alternations, and the free-form JSON value of a dialect.
 #include "runtime/grammar/grammar_nodes.h"
 
-#include "tokenizer/tool_syntax.h"
+#include "chat/tool_syntax.h"
 
 namespace g4::grammar {
 

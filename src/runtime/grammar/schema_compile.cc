@@ -7,7 +7,7 @@
 #include <cmath>
 #include <set>
 
-#include "tokenizer/tool_syntax.h"
+#include "chat/tool_syntax.h"
 
 namespace g4::grammar {
 namespace {

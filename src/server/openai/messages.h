@@ -1,4 +1,4 @@
-// Validation of a chat request's `messages` before they reach RenderChat (tokenizer/chat.h):
+// Validation of a chat request's `messages` before they reach RenderChat (chat/chat.h):
 // the shape checks vLLM and llama-server answer with a 400 (server-api.md §2), so that a
 // malformed list is a client error naming `messages`, never a failure deeper in the engine.
 #pragma once

@@ -41,7 +41,7 @@ struct ParsedRequest {
   Kind kind = Kind::kChat;
   std::string model;  // always the served name
 
-  // Chat: the validated messages, for RenderChat (tokenizer/chat.h).
+  // Chat: the validated messages, for RenderChat (chat/chat.h).
   nlohmann::json messages = nlohmann::json::array();
   // chat_template_kwargs.enable_thinking, else reasoning_effort != "none"; off by default as
   // in the Gemma 4 template.

@@ -5,10 +5,10 @@
 
 #include <random>
 
+#include "chat/tool_syntax.h"
 #include "runtime/grammar/grammar.h"
 #include "runtime/grammar/grammar_test_util.h"
 #include "runtime/grammar/vocab_test_util.h"
-#include "tokenizer/tool_syntax.h"
 #include "tokenizer/utf8.h"
 
 namespace g4::grammar {

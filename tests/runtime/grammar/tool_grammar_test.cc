@@ -3,9 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "chat/tool_syntax.h"
 #include "runtime/grammar/grammar.h"
 #include "runtime/grammar/grammar_test_util.h"
-#include "tokenizer/tool_syntax.h"
 
 namespace g4::grammar {
 namespace {

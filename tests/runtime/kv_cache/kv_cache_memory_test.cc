@@ -8,10 +8,10 @@
 
 #include "common/memory_kv_writer.h"
 #include "common/protected_memory.h"
-#include "ops/backend.h"
 #include "model/gemma4/config.h"
-#include "model/gemma4/synthetic.h"
+#include "ops/backend.h"
 #include "runtime/kv_cache/kv_cache.h"
+#include "synthetic/gemma4.h"
 
 namespace g4 {
 namespace {

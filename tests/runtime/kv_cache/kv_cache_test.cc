@@ -10,9 +10,9 @@
 
 #include "core/dtype.h"
 #include "model/gemma4/config.h"
-#include "model/gemma4/synthetic.h"
 #include "ops/backend.h"
 #include "runtime/kv_cache/kv_cache.h"
+#include "synthetic/gemma4.h"
 
 namespace g4 {
 namespace {

@@ -8,10 +8,10 @@
 #include <tuple>
 
 #include "common/temp_path.h"
-#include "model/gemma4/synthetic.h"
 #include "model/registry.h"
 #include "runtime/generator.h"
 #include "runtime/scheduler/engine.h"
+#include "synthetic/gemma4.h"
 
 namespace g4 {
 namespace {

@@ -9,9 +9,9 @@
 #include <numeric>
 
 #include "common/temp_path.h"
-#include "model/gemma4/synthetic.h"
 #include "model/registry.h"
 #include "runtime/scheduler/engine.h"
+#include "synthetic/gemma4.h"
 
 namespace g4 {
 namespace {

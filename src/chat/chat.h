@@ -33,6 +33,8 @@
 
 namespace g4 {
 
+class GgufFile;
+
 enum class ChatFormat {
   kGemma4,  // "<|turn>user\n...<turn|>\n", tools, thinking (the flags below apply)
   kGemma3,  // "<start_of_turn>user\n...<end_of_turn>\n", Google's Gemma 3 template
@@ -66,6 +68,13 @@ ChatStyle ChatStyleFromTemplate(std::string_view jinja);
 // (hidden_size_per_layer_input > 0) meaning E2B/E4B (plain prompt), else the large-model form.
 // Without any of these files: the Gemma 4 E2B/E4B form.
 StatusOr<ChatStyle> DetectChatStyle(const std::string& model_dir);
+
+// The chat style tokenizer.chat_template implies (ChatStyleFromTemplate). Without a template:
+// general.architecture "gemma4" (or absent) keeps the Gemma 4 format, per-layer embeddings
+// (gemma4.embedding_length_per_layer_input > 0) meaning the E2B/E4B form, else the 26B/31B form;
+// any other architecture (gemma3: Google's base-model GGUFs carry no template) gets
+// ChatFormat::kNone, which RenderChat refuses.
+StatusOr<ChatStyle> ChatStyleFromGguf(const GgufFile& file);
 
 struct ChatOptions {
   bool add_generation_prompt = true;

@@ -1,7 +1,7 @@
 // Tests for ParseModelOutput: reasoning vs content, tool calls, and the malformed variants.
 #include <gtest/gtest.h>
 
-#include "tokenizer/chat.h"
+#include "chat/chat.h"
 
 namespace g4 {
 namespace {

@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/chat.h"
 #include "core/status.h"
-#include "tokenizer/chat.h"
 
 namespace g4 {
 

@@ -8,12 +8,12 @@
 
 #include "core/thread_pool.h"
 #include "loader/gguf_writer.h"
+#include "model/decoder/gguf_names.h"
 #include "model/gemma4/config.h"
 #include "model/gemma4/tensors.h"
-#include "model/decoder/gguf_names.h"
-#include "model/gemma4/synthetic.h"
-#include "model/gemma4/synthetic_internal.h"
 #include "ops/quantize_gguf.h"
+#include "synthetic/gemma4.h"
+#include "synthetic/gemma4_internal.h"
 
 namespace g4 {
 namespace {

@@ -8,10 +8,10 @@
 //     content | trim, or per part: '<start_of_image>' for image, text | trim for text
 //     '<end_of_turn>\n'
 //   '<start_of_turn>model\n' if add_generation_prompt
-// tests/tokenizer/gemma3_chat_template_test.cc renders the same cases with Python Jinja.
-#include "tokenizer/chat_gemma3.h"
+// tests/chat/gemma3_chat_template_test.cc renders the same cases with Python Jinja.
+#include "chat/chat_gemma3.h"
 
-#include "tokenizer/tool_syntax.h"
+#include "chat/tool_syntax.h"
 
 namespace g4 {
 namespace {

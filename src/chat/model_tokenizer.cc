@@ -1,5 +1,5 @@
 // Chooses the tokenizer source of a model (GGUF metadata or tokenizer.json).
-#include "tokenizer/model_tokenizer.h"
+#include "chat/model_tokenizer.h"
 
 #include <filesystem>
 

@@ -4,10 +4,10 @@
 
 #include <filesystem>
 
+#include "model/gemma4/config.h"
 #include "model/gemma4/model.h"
 #include "model/gemma4/tensors.h"
-#include "model/gemma4/config.h"
-#include "model/gemma4/synthetic.h"
+#include "synthetic/gemma4.h"
 
 namespace g4 {
 namespace {

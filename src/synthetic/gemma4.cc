@@ -1,4 +1,4 @@
-#include "model/gemma4/synthetic.h"
+#include "synthetic/gemma4.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,11 +11,11 @@
 #include "core/thread_pool.h"
 #include "loader/compressed_tensors.h"
 #include "loader/safetensors_writer.h"
-#include "model/gemma4/config.h"
-#include "model/gemma4/synthetic_internal.h"
-#include "model/gemma4/tensors.h"
 #include "model/decoder/weights.h"
+#include "model/gemma4/config.h"
+#include "model/gemma4/tensors.h"
 #include "ops/quantize.h"
+#include "synthetic/gemma4_internal.h"
 
 namespace g4 {
 namespace {

@@ -1,11 +1,11 @@
 // RenderChat: the Gemma 4 chat template (see chat.h) written out in C++. Each step names the part
 // of the template it reproduces, since the output must match the template's text exactly. The
 // other formats are dispatched to from here (chat_gemma3.h; none is refused).
-#include "tokenizer/chat.h"
+#include "chat/chat.h"
 
-#include "tokenizer/chat_gemma3.h"
+#include "chat/chat_gemma3.h"
+#include "chat/tool_syntax.h"
 #include "tokenizer/gemma4_tokens.h"
-#include "tokenizer/tool_syntax.h"
 
 namespace g4 {
 namespace {

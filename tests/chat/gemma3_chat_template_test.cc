@@ -10,8 +10,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "chat/chat.h"
 #include "loader/json_file.h"
-#include "tokenizer/chat.h"
 #include "tokenizer/test_util.h"
 
 namespace g4 {
@@ -79,7 +79,7 @@ TEST(Gemma3ChatTemplateTest, RendersWhatGooglesTemplateRenders) {
   const json cases = json::parse(kCases);
   tokenizer_test::WriteFile(dir.File("cases.json"), cases.dump());
   const std::string command = "python3 '" + std::string(G4_SOURCE_DIR) +
-                              "/tests/tokenizer/gemma3_chat_template_render.py' '" +
+                              "/tests/chat/gemma3_chat_template_render.py' '" +
                               dir.File("template.jinja") + "' '" + dir.File("cases.json") +
                               "' '" + dir.File("out.json") + "'";
   ASSERT_EQ(std::system(command.c_str()), 0) << command;

@@ -9,7 +9,7 @@
 #include "loader/gguf.h"
 #include "model/gemma4/model.h"
 #include "model/gemma4/tensors.h"
-#include "model/gemma4/synthetic.h"
+#include "synthetic/gemma4.h"
 
 namespace g4 {
 namespace {

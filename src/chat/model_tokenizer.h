@@ -8,9 +8,9 @@
 #include <memory>
 #include <string>
 
+#include "chat/chat.h"
 #include "core/status.h"
 #include "loader/checkpoint.h"
-#include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
 
 namespace g4 {

@@ -6,8 +6,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "chat/chat.h"
+#include "loader/gguf.h"
 #include "loader/json_file.h"
-#include "tokenizer/chat.h"
+#include "tokenizer/gguf_vocab_common.h"
 
 namespace g4 {
 
@@ -101,6 +103,33 @@ StatusOr<ChatStyle> DetectChatStyle(const std::string& model_dir) {
     return style;
   }
   return ChatStyle{};
+}
+
+StatusOr<ChatStyle> ChatStyleFromGguf(const GgufFile& f) {
+  if (f.Has(gguf_vocab::kTemplateKey)) {
+    G4_ASSIGN_OR_RETURN(std::string text, f.GetString(gguf_vocab::kTemplateKey));
+    ChatStyle style = ChatStyleFromTemplate(text);
+    style.source = f.path() + " " + gguf_vocab::kTemplateKey;
+    return style;
+  }
+  std::string arch = "gemma4";
+  if (f.Has(gguf_vocab::kArchitectureKey)) {
+    G4_ASSIGN_OR_RETURN(arch, f.GetString(gguf_vocab::kArchitectureKey));
+  }
+  ChatStyle style;
+  if (arch != "gemma4") {
+    style.format = ChatFormat::kNone;
+    style.source = f.path() + " (no " + gguf_vocab::kTemplateKey + ", " + gguf_vocab::kArchitectureKey + " = " + arch + ")";
+    return style;
+  }
+  constexpr const char* kPleKey = "gemma4.embedding_length_per_layer_input";
+  if (f.Has(kPleKey)) {
+    G4_ASSIGN_OR_RETURN(int64_t ple, f.GetInt(kPleKey));
+    style.empty_thought_in_generation_prompt = ple <= 0;
+    style.source = f.path() + (ple > 0 ? " (per-layer embeddings: E2B/E4B form)"
+                                       : " (no per-layer embeddings: 26B/31B form)");
+  }
+  return style;
 }
 
 }  // namespace g4

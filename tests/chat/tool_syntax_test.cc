@@ -1,5 +1,5 @@
 // Tests for writing Gemma 4 tool syntax: value formatting, key order, declarations.
-#include "tokenizer/tool_syntax.h"
+#include "chat/tool_syntax.h"
 
 #include <gtest/gtest.h>
 

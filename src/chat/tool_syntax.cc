@@ -1,5 +1,5 @@
 // Gemma 4 tool syntax: writer mirroring the chat template's macros, and a forgiving reader.
-#include "tokenizer/tool_syntax.h"
+#include "chat/tool_syntax.h"
 
 #include <algorithm>
 #include <cctype>

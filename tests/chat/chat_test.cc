@@ -1,7 +1,7 @@
 // Exact-string tests of the Gemma 4 chat rendering (gemma4.md §4.3), of the Gemma 3 rendering and
 // its refusals (Python Jinja on Google's template: gemma3_chat_template_test.cc), of the "none"
 // format, and of choosing the format and generation-prompt form from a checkpoint.
-#include "tokenizer/chat.h"
+#include "chat/chat.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,8 +1,8 @@
 // ParseModelOutput: splits Gemma 4 output into reasoning, content and tool calls (see chat.h for
 // the malformed variants it accepts). Never fails: whatever cannot be read as a call stays text.
-#include "tokenizer/chat.h"
+#include "chat/chat.h"
+#include "chat/tool_syntax.h"
 #include "tokenizer/gemma4_tokens.h"
-#include "tokenizer/tool_syntax.h"
 
 namespace g4 {
 namespace {
