@@ -144,7 +144,7 @@ run_counted() {
 
 stage_emu() {
   local build="${G4_BUILD_DIR:-build}"
-  cmake --build "$build" -j "$JOBS" --target g4_core g4_loader g4_tokenizer g4_kernels_ref \
+  cmake --build "$build" -j "$JOBS" --target g4_core g4_loader g4_tokenizer g4_chat g4_kernels_ref \
     g4_kernels_cpu g4_model g4_runtime g4_test_common || return 1
   EMU_JOBS="$JOBS" tests/kernels/cuda/emu/run_backend.sh "$build" H200,T4,none
 }

@@ -15,7 +15,7 @@
 # card runs the Gemma 3 4B-like case (a 1040-token prompt: 260 s emulated; the 270M-like case
 # covers Gemma 3 on the device, and tiny_window a sliding window).
 # BUILD_DIR: a CPU build (-DG4_CUDA=OFF) with these targets built: g4_core g4_loader
-# g4_tokenizer g4_kernels_ref g4_kernels_cpu g4_model g4_runtime g4_test_common. The emulated
+# g4_tokenizer g4_chat g4_kernels_ref g4_kernels_cpu g4_model g4_runtime g4_test_common. The emulated
 # objects go to BUILD_DIR/cuda-emu, or EMU_OUT (a generated ninja file, so reruns rebuild only
 # what changed). EMU_JOBS: parallel compiles (2).
 set -euo pipefail
@@ -68,7 +68,7 @@ cflags="-std=c++20 -pthread -w -DG4_HAS_CUDA -I$here -I$root/src -I$root/tests"
     objs+=("$out/$n.o")
   done
   libs=""
-  for lib in g4_test_common g4_runtime g4_model g4_tokenizer g4_loader g4_kernels_cpu \
+  for lib in g4_test_common g4_runtime g4_model g4_chat g4_tokenizer g4_loader g4_kernels_cpu \
              g4_kernels_ref g4_core; do
     libs+=" $build/lib$lib.a"
   done
