@@ -41,16 +41,14 @@ namespace {
 // vector registers (32 on AVX-512, 16 on AVX2 and below).
 constexpr int64_t kPassHeads = HWY_MAX_BYTES >= 64 ? 8 : 4;
 
-// Rows this many keys ahead are prefetched, a few per step: the hardware streamers alone left a
-// decode step waiting on its K/V loads (BM_AttentionDecode, bf16, head dim 512 over 2048
-// positions: 453 us without, 320 us with; distances 4 to 32 measured within 10%).
+// Rows this many keys ahead are prefetched, one line for each line the loop reads, spread
+// through the loop: the hardware streamers alone left a decode step waiting on its K/V loads
+// (BM_AttentionDecode, bf16, head dim 512 over 2048 positions, 2-core AVX2 VM: 453 us without,
+// 320 us with whole rows prefetched a few keys ahead). On a 2-core AVX-512 VM those bursts of
+// whole rows stalled on the fill buffers instead (34% of Scores' samples on a prefetch): a line
+// per line read took the same benchmark from 505-585 to 349-372 us (f32 636 -> 436-473 us;
+// none at all: 550-562 / 715-763 us; 8 or 16 keys ahead: no better).
 constexpr int64_t kPrefetchKeys = 4;
-
-// Prefetches the `bytes` of a K or V row.
-HWY_INLINE void PrefetchRow(const void* row, int64_t bytes) {
-  const char* c = static_cast<const char*>(row);
-  for (int64_t b = 0; b < bytes; b += 64) hwy::Prefetch(c + b);
-}
 
 // p[g * p_stride + j] = dot(q[g], k row vis[j]) for the NH heads g and the keys j in [0, nv).
 // Two keys at a time: each K vector is loaded (and widened) once for all NH heads, and the
@@ -65,13 +63,17 @@ void Scores(const float* const* q, const KT* kbase, int64_t kv_stride, const int
     const bool two = j + 1 < nv;
     const KT* HWY_RESTRICT k0 = kbase + vis[j] * kv_stride;
     const KT* HWY_RESTRICT k1 = two ? kbase + vis[j + 1] * kv_stride : k0;
-    for (int64_t f = j + kPrefetchKeys; f < std::min(nv, j + kPrefetchKeys + 2); ++f) {
-      PrefetchRow(kbase + vis[f] * kv_stride, D * static_cast<int64_t>(sizeof(KT)));
-    }
+    // The rows kPrefetchKeys keys ahead, a line for each line read here.
+    const KT* f0 = kbase + vis[std::min(nv - 1, j + kPrefetchKeys)] * kv_stride;
+    const KT* f1 = kbase + vis[std::min(nv - 1, j + kPrefetchKeys + 1)] * kv_stride;
     VF a0[NH], a1[NH];
     for (int g = 0; g < NH; ++g) a0[g] = a1[g] = hn::Zero(df);
     int64_t d = 0;
     for (; d + L <= D; d += L) {
+      if ((d * static_cast<int64_t>(sizeof(KT))) % 64 == 0) {
+        hwy::Prefetch(f0 + d);
+        hwy::Prefetch(f1 + d);
+      }
       const VF kv0 = LoadWidened(df, k0 + d), kv1 = LoadWidened(df, k1 + d);
       for (int g = 0; g < NH; ++g) {
         const VF qv = hn::LoadU(df, q[g] + d);
@@ -92,10 +94,9 @@ void Scores(const float* const* q, const KT* kbase, int64_t kv_stride, const int
 }
 
 // o[g] += sum_j p[g * p_stride + j] * V row vis[j] for the NH heads g and keys j in [0, nv).
-// Four keys at a time, their rows read in order (the hardware streams them, and the rows
-// kPrefetchKeys ahead are prefetched a few at a time: a burst of prefetches for a whole block
-// of rows stalled on the fill buffers): each V vector is loaded (and widened) once for all NH
-// heads, whose o rows stay in L1. o[g]: [D].
+// Four keys at a time, their rows read in order (the rows kPrefetchKeys ahead prefetched a line
+// per line read): each V vector is loaded (and widened) once for all NH heads, whose o rows stay
+// in L1. o[g]: [D].
 template <int NH, class KT>
 void AccumulateV(const float* p, int64_t p_stride, const KT* vbase, int64_t kv_stride,
                  const int32_t* vis, int64_t nv, int64_t D, float* const* o) {
@@ -109,11 +110,15 @@ void AccumulateV(const float* p, int64_t p_stride, const KT* vbase, int64_t kv_s
       r[i] = vbase + vis[j + std::min(i, nk - 1)] * kv_stride;
       for (int g = 0; g < NH; ++g) w[g][i] = i < nk ? p[g * p_stride + j + i] : 0.0f;
     }
-    for (int64_t f = j + kPrefetchKeys; f < std::min(nv, j + kPrefetchKeys + 4); ++f) {
-      PrefetchRow(vbase + vis[f] * kv_stride, D * static_cast<int64_t>(sizeof(KT)));
+    const KT* fr[4];  // the rows kPrefetchKeys keys ahead, a line for each line read here
+    for (int64_t i = 0; i < 4; ++i) {
+      fr[i] = vbase + vis[std::min(nv - 1, j + kPrefetchKeys + i)] * kv_stride;
     }
     int64_t d = 0;
     for (; d + L <= D; d += L) {
+      if ((d * static_cast<int64_t>(sizeof(KT))) % 64 == 0) {
+        for (int64_t i = 0; i < 4; ++i) hwy::Prefetch(fr[i] + d);
+      }
       const VF v0 = LoadWidened(df, r[0] + d), v1 = LoadWidened(df, r[1] + d),
                v2 = LoadWidened(df, r[2] + d), v3 = LoadWidened(df, r[3] + d);
       for (int g = 0; g < NH; ++g) {
