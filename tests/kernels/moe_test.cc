@@ -26,28 +26,7 @@ using testing::QuantizeStack;
 using testing::RandomFloats;
 using testing::StoredTensor;
 
-struct Experts {
-  Experts(int64_t E, int64_t H, int64_t I, DType dtype, uint32_t seed)
-      : gate_up(RandomFloats(E * 2 * I * H, seed, -0.3f, 0.3f), dtype, {E, 2 * I, H}, true),
-        down(RandomFloats(E * H * I, seed + 1, -0.3f, 0.3f), dtype, {E, H, I}, false),
-        scale(RandomFloats(E, seed + 2, 0.5f, 1.5f), DType::kF32, {E}, false) {}
-  MoeArgs Args(const std::vector<float>& logits, const std::vector<float>& x, int64_t R, int k,
-               float* out) const {
-    MoeArgs a;
-    a.logits = logits.data();
-    a.x = x.data();
-    a.gate_up = &gate_up.view();
-    a.down = &down.view();
-    a.per_expert_scale = &scale.view();
-    a.R = R;
-    a.top_k = k;
-    a.out = out;
-    return a;
-  }
-  StoredTensor gate_up, down, scale;
-};
-
-// MoeArgs over quantized stacks (QuantStack views, or those views with panels set).
+// MoeArgs over the stacks gate_up and down (stored, quantized, or with panels set).
 MoeArgs StackArgs(const std::vector<float>& logits, const std::vector<float>& x,
                   const TensorView& gate_up, const TensorView& down, const StoredTensor& scale,
                   int64_t R, int k) {
@@ -56,6 +35,20 @@ MoeArgs StackArgs(const std::vector<float>& logits, const std::vector<float>& x,
   a.per_expert_scale = &scale.view(), a.R = R, a.top_k = k;
   return a;
 }
+
+struct Experts {
+  Experts(int64_t E, int64_t H, int64_t I, DType dtype, uint32_t seed)
+      : gate_up(RandomFloats(E * 2 * I * H, seed, -0.3f, 0.3f), dtype, {E, 2 * I, H}, true),
+        down(RandomFloats(E * H * I, seed + 1, -0.3f, 0.3f), dtype, {E, H, I}, false),
+        scale(RandomFloats(E, seed + 2, 0.5f, 1.5f), DType::kF32, {E}, false) {}
+  MoeArgs Args(const std::vector<float>& logits, const std::vector<float>& x, int64_t R, int k,
+               float* out) const {
+    MoeArgs a = StackArgs(logits, x, gate_up.view(), down.view(), scale, R, k);
+    a.out = out;
+    return a;
+  }
+  StoredTensor gate_up, down, scale;
+};
 
 class MoeTest : public ::testing::TestWithParam<std::tuple<DType, int>> {};
 
