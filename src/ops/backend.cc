@@ -115,8 +115,10 @@ OpTable MakeCudaTable() {
 }
 #endif
 
-// kCuda: chooses the device policy into *policy; the reason when the backend cannot run.
-Status InitDevice(BackendKind kind, MatVec matvec, KvDtype kv_dtype, std::string* policy) {
+// kCuda: opens the device into *device and its policy line into *policy; the reason when the
+// backend cannot run.
+Status InitDevice(BackendKind kind, MatVec matvec, KvDtype kv_dtype,
+                  std::shared_ptr<cuda::DeviceContext>* device, std::string* policy) {
   if (kind != BackendKind::kCuda) return Status();
   if (matvec != MatVec::kExact) {
     return InvalidArgument(std::string("--matvec ") + MatVecName(matvec) +
@@ -128,11 +130,13 @@ Status InitDevice(BackendKind kind, MatVec matvec, KvDtype kv_dtype, std::string
                            "ref backends)");
   }
 #ifdef G4_HAS_CUDA
-  auto p = cuda::Init(0);
-  if (!p.ok()) return Unavailable("--backend cuda: " + p.status().message());
-  *policy = p->ToString();
+  auto dc = cuda::OpenDevice(0);
+  if (!dc.ok()) return Unavailable("--backend cuda: " + dc.status().message());
+  *device = std::move(*dc);
+  *policy = cuda::PolicyOf(**device).ToString();
   return Status();
 #else
+  (void)device;
   (void)policy;
   return Unavailable("--backend cuda: g4 was built without CUDA (configure with -DG4_CUDA=ON "
                      "and nvcc in /usr/local/cuda/bin)");
@@ -209,17 +213,19 @@ Backend::Backend(BackendKind kind, int threads, MatVec matvec, KvDtype kv_dtype)
     : kind_(kind),
       matvec_(matvec),
       kv_dtype_(kv_dtype),
-      status_(InitDevice(kind, matvec, kv_dtype, &device_policy_)),
+      status_(InitDevice(kind, matvec, kv_dtype, &device_, &device_policy_)),
       ops_(GetOpTable(status_.ok() ? kind : BackendKind::kCpu, matvec)),
       memory_(MemoryFor(kind, status_)),
       pool_(kind == BackendKind::kRef ? 1 : threads) {}
 
 Backend::~Backend() {
 #ifdef G4_HAS_CUDA
-  // The device weight cache is keyed by host pointers, which die with the model.
-  if (kind_ == BackendKind::kCuda && status_.ok()) {
+  // The device weight cache is keyed by host pointers, which die with the model: released
+  // even when another backend keeps the context open (its weights upload again).
+  if (device_ != nullptr) {
     CudaMemory().ReleaseCached();
     cuda::ReleaseDeviceMemory();
+    device_.reset();
   }
 #endif
 }

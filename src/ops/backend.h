@@ -28,6 +28,10 @@
 
 namespace g4 {
 
+namespace cuda {
+class DeviceContext;  // kernels/cuda/device_context.h: what a running kCuda backend owns
+}  // namespace cuda
+
 enum class BackendKind {
   kRef,  // plain scalar kernels: the oracle, slow
   kCpu,  // Highway SIMD with runtime ISA dispatch, multithreaded
@@ -223,7 +227,10 @@ class Backend {
   BackendKind kind_;
   MatVec matvec_;
   KvDtype kv_dtype_;
-  std::string device_policy_;  // kCuda: DevicePolicy::ToString(); before status_ (filled by it)
+  // kCuda: the device context (its stream, weight cache, error) and its policy line; before
+  // status_ (filled by it). The context closes when its last owner ends.
+  std::shared_ptr<cuda::DeviceContext> device_;
+  std::string device_policy_;
   Status status_;
   const OpTable& ops_;
   Memory& memory_;

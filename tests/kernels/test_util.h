@@ -48,6 +48,22 @@ struct ParamNames {
   }
 };
 
+// max over i of |y - ref| / (|ref| + floor): relative error, with `floor` so values near 0 are
+// judged on an absolute scale (floor 0: where ref is 0 only an exact 0 passes). NaN anywhere, or
+// a size mismatch, gives infinity.
+inline double MaxScaledError(const std::vector<float>& y, const std::vector<float>& ref,
+                             double floor) {
+  if (y.size() != ref.size()) return INFINITY;
+  double worst = 0.0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    if (y[i] == ref[i]) continue;  // also equal infinities
+    const double err = std::fabs(static_cast<double>(y[i]) - ref[i]);
+    const double e = err / (std::fabs(ref[i]) + floor);
+    if (!(e <= worst)) worst = std::isnan(e) ? INFINITY : e;
+  }
+  return worst;
+}
+
 // n values uniform in [lo, hi), deterministic for a seed.
 inline std::vector<float> RandomFloats(int64_t n, uint32_t seed, float lo = -1.0f,
                                        float hi = 1.0f) {

@@ -10,10 +10,10 @@
 
 #include "kernels/cpu/kernels.h"
 #include "kernels/cuda/attention.h"
+#include "kernels/cuda/device_context.h"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/matmul.h"
 #include "kernels/cuda/matmul_quant.h"
-#include "kernels/cuda/staging.h"
 
 namespace g4::cuda {
 
@@ -29,25 +29,24 @@ namespace dev {
 namespace {
 
 // y = x @ w^T on the CPU kernel, through host copies of x and y.
-void MatMulOnHost(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y) {
-  using namespace staging;
-  if (CaptureRefuses("matmul of " + StorageName(w) + " weight " + ShapeToString(w.shape) +
-                     " runs on the host")) {
+void MatMulOnHost(DeviceContext* dc, ThreadPool& pool, const TensorView& w, const float* x,
+                  int64_t T, float* y) {
+  if (dc->CaptureRefuses("matmul of " + StorageName(w) + " weight " + ShapeToString(w.shape) +
+                         " runs on the host")) {
     return;
   }
   const int64_t N = w.dim(0), K = w.dim(1);
   float* hx = HostScratchOf<float>(0, T * K);
   float* hy = HostScratchOf<float>(1, T * N);
-  if (!ToHost(hx, x, static_cast<size_t>(T * K) * sizeof(float))) return;
+  if (!dc->ToHost(hx, x, static_cast<size_t>(T * K) * sizeof(float))) return;
   cpu::MatMul(pool, w, hx, T, hy);
-  ToDevice(y, hy, static_cast<size_t>(T * N) * sizeof(float));
+  dc->ToDevice(y, hy, static_cast<size_t>(T * N) * sizeof(float));
 }
 
 // Attention on the CPU kernel, through host copies of q, k, v, the positions and out.
-void AttentionOnHost(ThreadPool& pool, const AttentionArgs& a) {
-  using namespace staging;
-  if (CaptureRefuses("attention with head_dim " + std::to_string(a.head_dim) +
-                     " runs on the host")) {
+void AttentionOnHost(DeviceContext* dc, ThreadPool& pool, const AttentionArgs& a) {
+  if (dc->CaptureRefuses("attention with head_dim " + std::to_string(a.head_dim) +
+                         " runs on the host")) {
     return;
   }
   const int64_t q_n = a.T * a.n_heads * a.head_dim, kv_n = a.S * a.n_kv_heads * a.head_dim;
@@ -60,39 +59,39 @@ void AttentionOnHost(ThreadPool& pool, const AttentionArgs& a) {
   h.out = HostScratchOf<float>(5, q_n);
   const size_t fq = static_cast<size_t>(q_n) * sizeof(float);
   const size_t fkv = static_cast<size_t>(kv_n) * sizeof(float);
-  if (!ToHost(q, a.q, fq) || !ToHost(k, a.k, fkv) || !ToHost(v, a.v, fkv) ||
-      !ToHost(q_pos, a.q_pos, static_cast<size_t>(a.T) * sizeof(int32_t)) ||
-      !ToHost(k_pos, a.k_pos, static_cast<size_t>(a.S) * sizeof(int32_t))) {
+  if (!dc->ToHost(q, a.q, fq) || !dc->ToHost(k, a.k, fkv) || !dc->ToHost(v, a.v, fkv) ||
+      !dc->ToHost(q_pos, a.q_pos, static_cast<size_t>(a.T) * sizeof(int32_t)) ||
+      !dc->ToHost(k_pos, a.k_pos, static_cast<size_t>(a.S) * sizeof(int32_t))) {
     return;
   }
   h.q = q, h.k = k, h.v = v, h.q_pos = q_pos, h.k_pos = k_pos;
   cpu::Attention(pool, h);
-  ToDevice(a.out, h.out, fq);
+  dc->ToDevice(a.out, h.out, fq);
 }
 
 }  // namespace
 
 void MatMul(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y) {
-  using namespace staging;
-  if (T <= 0 || !Ready()) return;
-  if (!MatMulOnDevice(w)) return MatMulOnHost(pool, w, x, T, y);
-  const TensorView* dw = DeviceWeight(w, /*convert_to_compute=*/true);
+  DeviceContext* dc = ActiveDevice();
+  if (T <= 0 || dc == nullptr) return;
+  if (!MatMulOnDevice(w)) return MatMulOnHost(dc, pool, w, x, T, y);
+  const TensorView* dw = dc->DeviceWeight(w, /*convert_to_compute=*/true);
   if (dw == nullptr) return;
-  Ok(w.quantized() ? MatMulInt4Device(*dw, x, T, y, Limits(), Stream())
-                   : MatMulDevice(*dw, x, T, y, Limits(), Stream()),
-     "matmul");
+  dc->Ok(w.quantized() ? MatMulInt4Device(*dw, x, T, y, dc->limits(), dc->stream())
+                       : MatMulDevice(*dw, x, T, y, dc->limits(), dc->stream()),
+         "matmul");
 }
 
 void GroupedMatMul(ThreadPool& pool, const MatMulGroup& g, const float* x, int64_t T) {
-  using namespace staging;
-  if (T <= 0 || !Ready()) return;
+  DeviceContext* dc = ActiveDevice();
+  if (T <= 0 || dc == nullptr) return;
   const TensorView* dw[kMaxMatMulGroup] = {};
   // One weight is worth a group when its epilogue saves the GeluMul launch (gelu_up).
   bool grouped = (g.count > 1 || g.gelu_up != nullptr) && g.count <= kMaxMatMulGroup &&
                  T <= kGemvMaxT;
   for (int i = 0; grouped && i < g.count; ++i) grouped = MatMulOnDevice(*g.w[i]);
   for (int i = 0; grouped && i < g.count; ++i) {
-    if ((dw[i] = DeviceWeight(*g.w[i], /*convert_to_compute=*/true)) == nullptr) return;
+    if ((dw[i] = dc->DeviceWeight(*g.w[i], /*convert_to_compute=*/true)) == nullptr) return;
   }
   if (grouped && GemvGroupable(dw, g.count, T)) {
     GemvGate gate;
@@ -102,7 +101,7 @@ void GroupedMatMul(ThreadPool& pool, const MatMulGroup& g, const float* x, int64
       gate.up_rows = g.gelu_up;
       gate.up_stride = g.gelu_up_stride;
     }
-    Ok(GroupedGemvDevice(dw, g.y, g.count, gate, x, T, Stream()), "matmul");
+    dc->Ok(GroupedGemvDevice(dw, g.y, g.count, gate, x, T, dc->stream()), "matmul");
     return;
   }
   GroupedMatMulParts(
@@ -113,23 +112,24 @@ void GroupedMatMul(ThreadPool& pool, const MatMulGroup& g, const float* x, int64
 }
 
 void Attention(ThreadPool& pool, const AttentionArgs& a) {
-  using namespace staging;
-  if (a.T <= 0 || !Ready()) return;
-  if (!AttentionOnDevice(a.head_dim)) return AttentionOnHost(pool, a);
-  Ok(AttentionDevice(a, Limits(), Stream(), AttentionCounters(), kDeviceCounters - 1),
-     "attention");
+  DeviceContext* dc = ActiveDevice();
+  if (a.T <= 0 || dc == nullptr) return;
+  if (!AttentionOnDevice(a.head_dim)) return AttentionOnHost(dc, pool, a);
+  dc->Ok(AttentionDevice(a, dc->limits(), dc->stream(), dc->attention_counters(),
+                         DeviceContext::kCounters - 1),
+         "attention");
 }
 
 void AttentionBatch(ThreadPool& pool, const AttentionBatchArgs& b) {
-  using namespace staging;
-  if (b.count <= 0 || !Ready()) return;
+  DeviceContext* dc = ActiveDevice();
+  if (b.count <= 0 || dc == nullptr) return;
   if (!AttentionOnDevice(b.items[0].head_dim)) {
     for (int i = 0; i < b.count; ++i) Attention(pool, b.items[i]);
     return;
   }
-  Ok(AttentionBatchDevice(b.items, b.count, Limits(), Stream(), AttentionCounters(),
-                          kDeviceCounters - 1),
-     "attention");
+  dc->Ok(AttentionBatchDevice(b.items, b.count, dc->limits(), dc->stream(),
+                              dc->attention_counters(), DeviceContext::kCounters - 1),
+         "attention");
 }
 
 }  // namespace dev

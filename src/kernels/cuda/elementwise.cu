@@ -1,9 +1,9 @@
 // CUDA Add / Scale (ops/elementwise.h) on device pointers. out may alias a or b: the kernels
 // read both inputs before writing, element by element.
+#include "kernels/cuda/device_context.h"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/load.cuh"
-#include "kernels/cuda/staging.h"
 
 namespace g4::cuda {
 namespace {
@@ -29,17 +29,17 @@ __global__ void ScaleKernel(float* x, int64_t n, float s) {
 namespace dev {
 
 void Add(ThreadPool&, const float* a, const float* b, int64_t n, float* out) {
-  using namespace staging;
-  if (n <= 0 || !Ready()) return;
-  LaunchKernel(AddKernel, GridFor(n, 256), 256, 0, Stream(), a, b, n, out);
-  Launched("add");
+  DeviceContext* dc = ActiveDevice();
+  if (n <= 0 || dc == nullptr) return;
+  LaunchKernel(AddKernel, GridFor(n, 256), 256, 0, dc->stream(), a, b, n, out);
+  dc->Launched("add");
 }
 
 void Scale(ThreadPool&, float* x, int64_t n, float s) {
-  using namespace staging;
-  if (n <= 0 || !Ready()) return;
-  LaunchKernel(ScaleKernel, GridFor(n, 256), 256, 0, Stream(), x, n, s);
-  Launched("scale");
+  DeviceContext* dc = ActiveDevice();
+  if (n <= 0 || dc == nullptr) return;
+  LaunchKernel(ScaleKernel, GridFor(n, 256), 256, 0, dc->stream(), x, n, s);
+  dc->Launched("scale");
 }
 
 }  // namespace dev

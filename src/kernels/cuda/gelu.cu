@@ -1,10 +1,10 @@
 // CUDA GeluMul (ops/gelu.h): out = gelu_tanh(gate) * up in f32 with tanhf (the tanh form, as HF
 // gelu_pytorch_tanh), on device pointers, over R rows of n (up's rows up_stride apart), one
 // launch for all rows. out may alias gate, or up when up_stride == n (elementwise).
+#include "kernels/cuda/device_context.h"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/load.cuh"
-#include "kernels/cuda/staging.h"
 
 namespace g4::cuda {
 namespace {
@@ -25,11 +25,11 @@ namespace dev {
 
 void GeluMul(ThreadPool&, const float* gate, const float* up, int64_t R, int64_t n,
              int64_t up_stride, float* out) {
-  using namespace staging;
-  if (R <= 0 || n <= 0 || !Ready()) return;
-  LaunchKernel(GeluMulKernel, GridFor(R * n, 256), 256, 0, Stream(), gate, up, R * n, n, up_stride,
-               out);
-  Launched("gelu_mul");
+  DeviceContext* dc = ActiveDevice();
+  if (R <= 0 || n <= 0 || dc == nullptr) return;
+  LaunchKernel(GeluMulKernel, GridFor(R * n, 256), 256, 0, dc->stream(), gate, up, R * n, n,
+               up_stride, out);
+  dc->Launched("gelu_mul");
 }
 
 }  // namespace dev

@@ -1,14 +1,15 @@
 // CUDA graph capture of the cuda::dev ops (kernels.h: BeginCapture / EndCapture / Capturing):
-// stream capture on staging::Stream(), the capture state (what was refused) in staging.cc, and
-// OpGraph (ops/graph.h) around the instantiated graph.
+// stream capture on the open DeviceContext's stream, the capture state (what was refused) in
+// the context, and OpGraph (ops/graph.h) around the instantiated graph, which holds the context
+// it runs on.
 #include <cuda_runtime.h>
 
 #include <memory>
 #include <string>
 #include <utility>
 
+#include "kernels/cuda/device_context.h"
 #include "kernels/cuda/kernels.h"
-#include "kernels/cuda/staging.h"
 #include "ops/graph.h"
 
 namespace g4::cuda {
@@ -16,15 +17,14 @@ namespace {
 
 class CudaGraph final : public OpGraph {
  public:
-  CudaGraph(cudaGraph_t graph, cudaGraphExec_t exec, int64_t nodes)
-      : graph_(graph), exec_(exec), nodes_(nodes) {}
+  CudaGraph(std::shared_ptr<DeviceContext> dc, cudaGraph_t graph, cudaGraphExec_t exec,
+            int64_t nodes)
+      : dc_(std::move(dc)), graph_(graph), exec_(exec), nodes_(nodes) {}
   ~CudaGraph() override {
     // Launches still queued may use the graph's memory nodes: wait for them first (never
     // during a capture, where a wait is illegal and there is nothing of ours in flight to
     // record anyway; nor after a failure, where the wait would only report it again).
-    if (!staging::Capturing() && !staging::Failed()) {
-      (void)cudaStreamSynchronize(staging::Stream());
-    }
+    if (!dc_->capturing() && !dc_->failed()) (void)cudaStreamSynchronize(dc_->stream());
     (void)cudaGraphExecDestroy(exec_);
     (void)cudaGraphDestroy(graph_);
     (void)cudaGetLastError();  // nothing here is an op's failure
@@ -33,18 +33,17 @@ class CudaGraph final : public OpGraph {
   CudaGraph& operator=(const CudaGraph&) = delete;
 
   Status Launch() override {
-    if (!staging::Ready()) return LastError();
-    if (staging::Capturing()) {
+    if (dc_->failed()) return dc_->error();
+    if (dc_->capturing()) {
       return FailedPrecondition("OpGraph::Launch during a capture (graphs are not nested)");
     }
-    if (!staging::Ok(cudaGraphLaunch(exec_, staging::Stream()), "graph launch")) {
-      return LastError();
-    }
+    if (!dc_->Ok(cudaGraphLaunch(exec_, dc_->stream()), "graph launch")) return dc_->error();
     return Status();
   }
   int64_t num_ops() const override { return nodes_; }
 
  private:
+  std::shared_ptr<DeviceContext> dc_;  // kept open while the graph may be launched
   cudaGraph_t graph_;
   cudaGraphExec_t exec_;
   int64_t nodes_;
@@ -56,34 +55,39 @@ std::string CudaErrorText(cudaError_t e) {
 
 }  // namespace
 
-bool Capturing() { return staging::Capturing(); }
+bool Capturing() {
+  const DeviceContext* dc = DeviceContext::Current();
+  return dc != nullptr && dc->capturing();
+}
 
 Status BeginCapture() {
-  using namespace staging;
-  if (!Ready()) return LastError();
-  if (staging::Capturing()) {
+  DeviceContext* dc = ActiveDevice();
+  if (dc == nullptr) return LastError();
+  if (dc->capturing()) {
     return FailedPrecondition("BeginCapture: a capture is already in progress");
   }
   // A launch error pending from an earlier op is that op's, not the capture's.
-  if (!Launched("an op before a capture")) return LastError();
-  if (cudaError_t e = cudaStreamBeginCapture(Stream(), cudaStreamCaptureModeThreadLocal);
+  if (!dc->Launched("an op before a capture")) return LastError();
+  if (cudaError_t e = cudaStreamBeginCapture(dc->stream(), cudaStreamCaptureModeThreadLocal);
       e != cudaSuccess) {
     (void)cudaGetLastError();
     return Internal("cudaStreamBeginCapture: " + CudaErrorText(e));
   }
-  SetCapturing(true);
+  dc->SetCapturing(true);
   return Status();
 }
 
 StatusOr<std::unique_ptr<OpGraph>> EndCapture() {
-  using namespace staging;
-  if (!staging::Capturing()) return FailedPrecondition("EndCapture without BeginCapture");
+  DeviceContext* dc = DeviceContext::Current();
+  if (dc == nullptr || !dc->capturing()) {
+    return FailedPrecondition("EndCapture without BeginCapture");
+  }
   // Pending launch errors are the capture's (recorded as its failure while still capturing).
-  Launched("an op during the capture");
+  dc->Launched("an op during the capture");
   cudaGraph_t graph = nullptr;
-  const cudaError_t end = cudaStreamEndCapture(Stream(), &graph);
-  SetCapturing(false);
-  std::string why = TakeCaptureFailure();
+  const cudaError_t end = cudaStreamEndCapture(dc->stream(), &graph);
+  dc->SetCapturing(false);
+  std::string why = dc->TakeCaptureFailure();
   if (why.empty() && end != cudaSuccess) why = "cudaStreamEndCapture: " + CudaErrorText(end);
   if (why.empty() && graph == nullptr) why = "cudaStreamEndCapture returned no graph";
   cudaGraphExec_t exec = nullptr;
@@ -104,7 +108,8 @@ StatusOr<std::unique_ptr<OpGraph>> EndCapture() {
     return FailedPrecondition("cannot record a CUDA graph: " + why);
   }
   return std::unique_ptr<OpGraph>(
-      std::make_unique<CudaGraph>(graph, exec, static_cast<int64_t>(nodes)));
+      std::make_unique<CudaGraph>(dc->shared_from_this(), graph, exec,
+                                  static_cast<int64_t>(nodes)));
 }
 
 }  // namespace g4::cuda

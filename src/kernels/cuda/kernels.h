@@ -1,29 +1,27 @@
 // The CUDA backend's op functions, with exactly the signatures and contracts of ops/*.h, so
 // ops/backend.cc puts them in an OpTable like the ref and CPU kernels. No CUDA headers here.
 //
-// Two sets of the same fourteen ops:
-//   - cuda::dev (the kCuda Backend's table): every float / int32 pointer (x, y, out, ids,
-//     positions, inv_freq, AttentionArgs q/k/v/q_pos/k_pos/out) is DeviceMemory(). The ops launch
-//     on one stream and return without synchronizing; a CUDA failure is recorded once
-//     (LastError, logged), later ops do nothing, and it surfaces at the next
-//     DeviceMemory().Download. Ops the device kernels do not define (int8 / GGUF-block matmul
-//     weights, embedding tables EmbedOnDevice refuses, attention with a head_dim that is not a
-//     multiple of 32: small test models) copy their device inputs to host scratch, run the CPU
-//     kernel and upload the result, so they work, slowly.
-//   - cuda:: (host pointers, for tests and tools): each uploads its inputs into device scratch,
-//     runs the cuda::dev op, synchronizes and copies the result back; after a CUDA failure its
-//     outputs are NaN, so a broken device never yields plausible-looking numbers.
-// Weights (TensorViews) are HOST tensors in both: each is uploaded ONCE, on first use, into a
-// device cache keyed by its host pointer (staging.h): float matmul weights converted to the
-// policy's compute dtype there (bf16 -> f16 on SM 7.x), f32 stays f32, int4 W4A16 rows + scales
-// as stored.
+// cuda::dev (the kCuda Backend's table): every float / int32 pointer (x, y, out, ids, positions,
+// inv_freq, AttentionArgs q/k/v/q_pos/k_pos/out) is DeviceMemory(). The ops run on the open
+// device context (device_context.h: a kCuda Backend owns it), launch on its one stream and
+// return without synchronizing; a CUDA failure is recorded once (LastError, logged), later ops
+// do nothing, and it surfaces at the next DeviceMemory().Download. Ops the device kernels do not
+// define (int8 / GGUF-block matmul weights, embedding tables EmbedOnDevice refuses, attention
+// with a head_dim that is not a multiple of 32: small test models) copy their device inputs to
+// host scratch, run the CPU kernel and upload the result, so they work, slowly. (Host-pointer
+// versions of the same ops, for the per-op tests, are tests/kernels/cuda/staged_ops.h.)
+// Weights (TensorViews) are HOST tensors: each is uploaded ONCE, on first use, into the
+// context's cache keyed by its host pointer: float matmul weights converted to the policy's
+// compute dtype there (bf16 -> f16 on SM 7.x), f32 stays f32, int4 W4A16 rows + scales as
+// stored.
 //
 // The weight-cache contract: a weight's host memory must not be freed and reused for another
 // tensor while the cache may still hold it. The cache checks dtype, shape and byte size at that
 // address, never the bytes (that would cost every op a pass over samples of its weights), so
-// call ReleaseDeviceMemory() between a tensor's death and the reuse of its memory: a Backend
-// does at its end, so a model must outlive the Backends that ran it; tests do at the end of a
-// case (or iteration) that frees its tensors.
+// call ReleaseDeviceMemory() between a tensor's death and the reuse of its memory. The cache
+// dies with its context, when the last Backend (or test fixture) holding it ends, so a model
+// must outlive the Backends that ran it; tests release at the end of a case (or iteration) that
+// frees its tensors.
 #pragma once
 
 #include <memory>
@@ -54,74 +52,57 @@ class Memory;
 
 namespace g4::cuda {
 
-// Selects device `ordinal`, chooses its policy (policy.h) and makes it the one the ops use.
-// Unavailable without a device or driver; the policy's refusal for an unsupported card.
-// Idempotent for the same ordinal. The op functions call Init(0) themselves when nobody did.
-StatusOr<DevicePolicy> Init(int ordinal = 0);
-// Frees every cached weight and scratch buffer (a Backend's end; tests between cases, since a
-// freed host buffer's address may be reused by a different tensor: see the contract above).
+class DeviceContext;  // device_context.h
+
+// Opens device `ordinal` (its policy chosen from the live device, policy.h) or returns the
+// context already open; the ops run on it while anyone holds it. Unavailable without a device
+// or driver; the policy's refusal for an unsupported card.
+StatusOr<std::shared_ptr<DeviceContext>> OpenDevice(int ordinal = 0);
+const DevicePolicy& PolicyOf(const DeviceContext& dc);
+// Frees the open context's cached weights and workspace (tests between cases, since a freed
+// host buffer's address may be reused by a different tensor: see the contract above).
 // DeviceMemory() allocations are their owners' and stay.
 void ReleaseDeviceMemory();
-// The first CUDA failure seen by an op since Init, or OK.
+// The open context's first CUDA failure, or OK; without an open context, why the last
+// OpenDevice failed, or FailedPrecondition.
 Status LastError();
-// Device memory of device 0 (initialized on first use): cudaMalloc / cudaFree; Download
-// synchronous, after the ops queued before it (returning their failure); Copy (device to
-// device) and uploads of up to 1 MiB (through a pinned buffer) queued on the ops' stream,
-// larger uploads synchronous. Alloc gives nullptr without a device or
-// when the device is out of memory (which does not fail the device); every other method
-// returns LastError() once the device failed.
+// Device memory of the open device: cudaMalloc / cudaFree; Download synchronous, after the ops
+// queued before it (returning their failure); Copy (device to device) and uploads of up to
+// 1 MiB (through a pinned buffer) queued on the ops' stream, larger uploads synchronous. Alloc
+// gives nullptr without an open device or when the device is out of memory (which does not fail
+// the device); every other method returns LastError() once the device failed or when none is
+// open.
 Memory& DeviceMemory();
-// Bytes of weights held in the device cache.
+// Bytes of weights held in the open context's cache.
 int64_t CachedWeightBytes();
 
 // Whether MatMul runs `w` on the device (float or int4-group weights) or on the CPU kernel.
 bool MatMulOnDevice(const TensorView& w);
-void MatMul(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y);
-// One grouped GEMV launch (matmul.h GemvGroupable: decode rows, weights of one K and storage,
-// all on the device); otherwise one MatMul per weight.
-void GroupedMatMul(ThreadPool& pool, const MatMulGroup& g, const float* x, int64_t T);
-void RmsNorm(ThreadPool& pool, const float* x, const TensorView& w, int64_t R, int64_t D, float eps,
-             float* out);
-void Rope(ThreadPool& pool, float* x, const int32_t* positions, int64_t T, int64_t H, int64_t D,
-          const float* inv_freq);
 // Whether Attention runs on the device for this head_dim (a multiple of 32 up to 512, the
 // kernel's layout, tiles.h) or on the CPU kernel.
 bool AttentionOnDevice(int64_t head_dim);
-void Attention(ThreadPool& pool, const AttentionArgs& a);
-void GeluMul(ThreadPool& pool, const float* gate, const float* up, int64_t R, int64_t n,
-             int64_t up_stride, float* out);
-void Softcap(ThreadPool& pool, float* x, int64_t n, float cap);
-void Embed(ThreadPool& pool, const TensorView& table, const int32_t* ids, int64_t T, float scale,
-           float* out);
 // Whether Embed gathers `table` on the device (a float table within a quarter of device
-// memory) or on the host (embed.cu). Valid after Init.
+// memory) or on the host (embed.cu). Needs an open device.
 bool EmbedOnDevice(const TensorView& table);
-void Add(ThreadPool& pool, const float* a, const float* b, int64_t n, float* out);
-void Scale(ThreadPool& pool, float* x, int64_t n, float s);
-// Host k / v / pos and caches: the caches are uploaded, written and downloaded whole.
-void KvWrite(ThreadPool& pool, const KvWriteArgs& args);
-void ResidualNorm(ThreadPool& pool, const ResidualNormArgs& args);
-void NormRope(ThreadPool& pool, const NormRopeArgs& args);
 // Whether Moe runs on the device (float, int4- or int8-group experts, at most 1024 of them) or
 // on the CPU kernel (GGUF-block experts).
 bool MoeOnDevice(const MoeArgs& a);
-void Moe(ThreadPool& pool, const MoeArgs& a);
 
 // CUDA graphs (ops/graph.h) of the cuda::dev ops and DeviceMemory().Copy. Every op and copy
 // runs on one non-blocking stream; BeginCapture records its work instead of running it
 // (cudaStreamBeginCapture, thread-local mode) until EndCapture, which instantiates the graph.
 // While capturing, what a graph cannot record is not attempted: host fallbacks (int8 / GGUF
 // matmuls, host-gathered embeddings, attention off the device), a weight's first upload (run
-// the ops once before capturing), DeviceMemory Alloc / Free / Upload / Download, the staged
-// host-pointer ops, ReleaseDeviceMemory. The first such attempt (or CUDA error) is kept and
-// EndCapture returns FailedPrecondition("cannot record a CUDA graph: <it>"); the device stays
-// usable (LastError() is not touched). BeginCapture: FailedPrecondition when already capturing,
+// the ops once before capturing), DeviceMemory Alloc / Free / Upload / Download,
+// ReleaseDeviceMemory. The first such attempt (or CUDA error) is kept and EndCapture returns
+// FailedPrecondition("cannot record a CUDA graph: <it>"); the device stays usable (LastError()
+// is not touched). BeginCapture: FailedPrecondition when already capturing,
 // the device's error when it failed.
 Status BeginCapture();
 StatusOr<std::unique_ptr<OpGraph>> EndCapture();
 bool Capturing();
 
-// The same ops on DeviceMemory() pointers (see the file comment): the kCuda op table.
+// The ops on DeviceMemory() pointers (see the file comment): the kCuda op table.
 namespace dev {
 void MatMul(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y);
 // One grouped GEMV launch (matmul.h GemvGroupable: decode rows, weights of one K and storage,

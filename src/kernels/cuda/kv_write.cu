@@ -5,11 +5,11 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/cuda/device_context.h"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/kv_write.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/load.cuh"
-#include "kernels/cuda/staging.h"
 
 namespace g4::cuda {
 namespace {
@@ -41,17 +41,17 @@ __global__ void KvWriteKernel(const float* k, const float* v, const int32_t* pos
 namespace dev {
 
 void KvWrite(ThreadPool&, const KvWriteArgs& a) {
-  using namespace staging;
-  if (a.C <= 0 || !Ready()) return;
+  DeviceContext* dc = ActiveDevice();
+  if (a.C <= 0 || dc == nullptr) return;
   if (a.C > 0x7fffffff || a.row < 0) {
-    Ok(InvalidArgument("KvWrite: C = " + std::to_string(a.C) + ", row = " +
-                       std::to_string(a.row) + " outside the kernel's grid"),
-       "kv_write");
+    dc->Ok(InvalidArgument("KvWrite: C = " + std::to_string(a.C) + ", row = " +
+                           std::to_string(a.row) + " outside the kernel's grid"),
+           "kv_write");
     return;
   }
-  LaunchKernel(KvWriteKernel, static_cast<unsigned>(a.C), kKvThreads, 0, Stream(), a.k, a.v,
+  LaunchKernel(KvWriteKernel, static_cast<unsigned>(a.C), kKvThreads, 0, dc->stream(), a.k, a.v,
                a.pos, a.row, a.window, a.base, a.capacity, a.k_cache, a.v_cache, a.pos_cache);
-  Launched("kv_write");
+  dc->Launched("kv_write");
 }
 
 }  // namespace dev

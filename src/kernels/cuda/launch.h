@@ -1,6 +1,6 @@
-// The process-wide switch for programmatic dependent launch (launch.cuh): staging::Init sets it
-// from the device policy (pdl). Off until then, so the device-pointer kernels run on their own
-// (their tests) launch as <<<>>> does. Host-only, so plain C++ units can include it.
+// The process-wide switch for programmatic dependent launch (launch.cuh): DeviceContext::Open
+// sets it from the device policy (pdl). Off until then, so the device-pointer kernels run on
+// their own (their tests) launch as <<<>>> does. Host-only, so plain C++ units can include it.
 #pragma once
 
 #include <atomic>

@@ -1,14 +1,15 @@
 // DeviceMemory (kernels.h): g4::Memory on the CUDA device, where a kCuda Backend's activations
 // and KV caches live. cudaMalloc'd (never managed memory). Every transfer is on the ops' stream
-// (staging::Stream(), non-blocking: it does not order with the legacy stream, so no cudaMemcpy
-// here). Download is a copy there and a wait, so it waits for every op queued before it and
-// reports their failure; Copy (device to device) is queued. Small uploads (token ids,
-// positions, a ring's slot positions: several per step) are queued too, through a pinned
+// (the open DeviceContext's stream(), non-blocking: it does not order with the legacy stream,
+// so no cudaMemcpy here). Download is a copy there and a wait, so it waits for every op queued
+// before it and reports their failure; Copy (device to device) is queued. Small uploads (token
+// ids, positions, a ring's slot positions: several per step) are queued too, through a pinned
 // staging buffer: a copy from pageable memory would first wait for every queued op, draining
-// the device several times per step. Once the device failed (staging's sticky error) every
-// transfer returns that error. While a graph is captured only Copy is recorded: Alloc, Free,
-// Upload and Download fail the capture (staging::CaptureRefuses) and do nothing, except that a
-// Free is done when the capture has ended (at the next Alloc / Free / transfer after it).
+// the device several times per step. Once the device failed (the context's sticky error) every
+// transfer returns that error, as it does when no device is open. While a graph is captured
+// only Copy is recorded: Alloc, Free, Upload and Download fail the capture
+// (DeviceContext::CaptureRefuses) and do nothing, except that a Free is done when the capture
+// has ended (at the next Alloc / Free / transfer after it).
 #include <cuda_runtime.h>
 
 #include <cstring>
@@ -16,8 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cuda/device_context.h"
 #include "kernels/cuda/kernels.h"
-#include "kernels/cuda/staging.h"
 #include "ops/memory.h"
 
 namespace g4::cuda {
@@ -29,15 +30,16 @@ class DeviceMemoryImpl final : public Memory {
   bool is_device() const override { return true; }
 
   void* Alloc(size_t bytes) override {
-    if (!staging::Ready()) return nullptr;
-    if (staging::CaptureRefuses("a device allocation (cudaMalloc) of " + std::to_string(bytes) +
-                                " bytes")) {
+    DeviceContext* dc = ActiveDevice();
+    if (dc == nullptr) return nullptr;
+    if (dc->CaptureRefuses("a device allocation (cudaMalloc) of " + std::to_string(bytes) +
+                           " bytes")) {
       return nullptr;
     }
-    FreeDeferred();
+    FreeDeferred(dc);
     // A launch error pending from an op belongs to that op: record it before a failed
     // cudaMalloc's error (cleared below) could be mistaken for it or hide it.
-    if (!staging::Ok(cudaPeekAtLastError(), "an op before an allocation")) return nullptr;
+    if (!dc->Ok(cudaPeekAtLastError(), "an op before an allocation")) return nullptr;
     void* p = nullptr;
     if (cudaMalloc(&p, bytes > 0 ? bytes : 1) != cudaSuccess) {
       // Out of memory is the caller's to report (Buffer says how many bytes); it must not
@@ -50,42 +52,46 @@ class DeviceMemoryImpl final : public Memory {
 
   void Free(void* p) override {
     if (p == nullptr) return;
-    // cudaFree cannot be recorded (it waits for the device): freed after the capture.
-    if (staging::CaptureRefuses("a device free (cudaFree)")) {
+    // cudaFree cannot be recorded (it waits for the device): freed after the capture. Without
+    // an open device (its last owner ended first) the memory is freed all the same.
+    DeviceContext* dc = DeviceContext::Current();
+    if (dc != nullptr && dc->CaptureRefuses("a device free (cudaFree)")) {
       std::lock_guard<std::mutex> lock(mu_);
       deferred_.push_back(p);
       return;
     }
-    FreeDeferred();
+    FreeDeferred(dc);
     // After a device failure cudaFree may return that failure again; it is already recorded.
     (void)cudaFree(p);
   }
 
   Status Upload(void* dst, const void* host_src, size_t bytes) override {
-    if (!staging::Ready()) return LastError();
+    DeviceContext* dc = ActiveDevice();
+    if (dc == nullptr) return LastError();
     // A recorded copy would read the host buffer as it is at each launch: refresh inputs by
     // uploads between launches, not during the capture.
-    if (staging::CaptureRefuses("an upload of " + std::to_string(bytes) + " bytes")) {
+    if (dc->CaptureRefuses("an upload of " + std::to_string(bytes) + " bytes")) {
       return Refused("Upload");
     }
-    FreeDeferred();
+    FreeDeferred(dc);
     if (bytes == 0) return Status();
-    if (bytes <= kStageHalf && Staged(dst, host_src, bytes)) return Status();
-    if (staging::Failed() || !staging::ToDevice(dst, host_src, bytes)) return LastError();
+    if (bytes <= kStageHalf && Staged(dc, dst, host_src, bytes)) return Status();
+    if (dc->failed() || !dc->ToDevice(dst, host_src, bytes)) return LastError();
     return Status();
   }
 
   Status Download(void* host_dst, const void* src, size_t bytes) override {
-    if (!staging::Ready()) return LastError();
-    if (staging::CaptureRefuses("a download of " + std::to_string(bytes) + " bytes")) {
+    DeviceContext* dc = ActiveDevice();
+    if (dc == nullptr) return LastError();
+    if (dc->CaptureRefuses("a download of " + std::to_string(bytes) + " bytes")) {
       return Refused("Download");
     }
-    FreeDeferred();
+    FreeDeferred(dc);
     // A failed launch is not seen by the copy: check the ops queued since the last check.
-    if (!staging::Launched("an op before a download")) return LastError();
+    if (!dc->Launched("an op before a download")) return LastError();
     if (bytes == 0) return Status();
     // Waits for the queued ops: an asynchronous fault in one of them is returned here.
-    if (!staging::ToHost(host_dst, src, bytes)) return LastError();
+    if (!dc->ToHost(host_dst, src, bytes)) return LastError();
     return Status();
   }
 
@@ -93,7 +99,7 @@ class DeviceMemoryImpl final : public Memory {
   // the copies from the other may still be queued; a half is refilled only after the event
   // recorded when it was left has completed. False (nothing done, or the failure recorded)
   // when there is no pinned buffer or a call failed: the caller then copies synchronously.
-  bool Staged(void* dst, const void* src, size_t bytes) {
+  bool Staged(DeviceContext* dc, void* dst, const void* src, size_t bytes) {
     std::lock_guard<std::mutex> lock(mu_);
     if (stage_ == nullptr) {
       if (stage_failed_) return false;
@@ -106,8 +112,8 @@ class DeviceMemoryImpl final : public Memory {
       }
     }
     if (used_ + bytes > kStageHalf) {
-      if (!staging::Ok(cudaEventRecord(left_[half_], staging::Stream()), "staging event") ||
-          !staging::Ok(cudaEventSynchronize(left_[half_ ^ 1]), "staging event wait")) {
+      if (!dc->Ok(cudaEventRecord(left_[half_], dc->stream()), "staging event") ||
+          !dc->Ok(cudaEventSynchronize(left_[half_ ^ 1]), "staging event wait")) {
         return false;
       }
       half_ ^= 1;
@@ -116,17 +122,17 @@ class DeviceMemoryImpl final : public Memory {
     char* slot = stage_ + half_ * kStageHalf + used_;
     std::memcpy(slot, src, bytes);
     used_ += (bytes + 255) / 256 * 256;
-    return staging::Ok(cudaMemcpyAsync(dst, slot, bytes, cudaMemcpyHostToDevice, staging::Stream()),
-                       "upload to device memory");
+    return dc->Ok(cudaMemcpyAsync(dst, slot, bytes, cudaMemcpyHostToDevice, dc->stream()),
+                  "upload to device memory");
   }
 
   Status Copy(void* dst, const void* src, size_t bytes) override {
-    if (!staging::Ready()) return LastError();
+    DeviceContext* dc = ActiveDevice();
+    if (dc == nullptr) return LastError();
     if (bytes == 0) return Status();
-    if (!staging::Ok(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice,
-                                     staging::Stream()),
-                     "copy within device memory")) {
-      return staging::Capturing() ? Refused("Copy") : LastError();
+    if (!dc->Ok(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, dc->stream()),
+                "copy within device memory")) {
+      return dc->capturing() ? Refused("Copy") : LastError();
     }
     return Status();
   }
@@ -139,9 +145,10 @@ class DeviceMemoryImpl final : public Memory {
                               " during a CUDA graph capture (EndCapture fails)");
   }
 
-  // Frees what Free was asked for during a capture, once it has ended.
-  void FreeDeferred() {
-    if (staging::Capturing()) return;
+  // Frees what Free was asked for during a capture, once it has ended. dc: the open context,
+  // or nullptr.
+  void FreeDeferred(const DeviceContext* dc) {
+    if (dc != nullptr && dc->capturing()) return;
     std::vector<void*> ps;
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -24,10 +24,10 @@
 #include <cstdint>
 
 #include "kernels/cpu/kernels.h"
+#include "kernels/cuda/device_context.h"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/load.cuh"
-#include "kernels/cuda/staging.h"
 
 namespace g4::cuda {
 namespace {
@@ -230,8 +230,8 @@ ElemType ElemOf(DType d) {
 }
 
 // The device copy of an [E, N, K] stack (or a [E] vector) as a Stack; false on failure.
-bool StackOf(const TensorView& host, int64_t row0, Stack* s) {
-  const TensorView* d = staging::DeviceWeight(host, /*convert_to_compute=*/false);
+bool StackOf(DeviceContext* dc, const TensorView& host, int64_t row0, Stack* s) {
+  const TensorView* d = dc->DeviceWeight(host, /*convert_to_compute=*/false);
   if (d == nullptr) return false;
   s->data = d->data;
   s->type = ElemOf(d->dtype);
@@ -249,21 +249,22 @@ bool StackOf(const TensorView& host, int64_t row0, Stack* s) {
 }
 
 // The CPU kernel on host copies of logits and x; out uploaded.
-void MoeOnHost(ThreadPool& pool, const MoeArgs& a) {
-  using namespace staging;
-  if (CaptureRefuses("moe with " + StorageName(*a.gate_up) + " experts runs on the host")) return;
+void MoeOnHost(DeviceContext* dc, ThreadPool& pool, const MoeArgs& a) {
+  if (dc->CaptureRefuses("moe with " + StorageName(*a.gate_up) + " experts runs on the host")) {
+    return;
+  }
   const int64_t E = a.experts(), H = a.hidden();
   MoeArgs h = a;
   float* logits = HostScratchOf<float>(0, a.R * E);
   float* x = HostScratchOf<float>(1, a.R * H);
   h.out = HostScratchOf<float>(2, a.R * H);
-  if (!ToHost(logits, a.logits, static_cast<size_t>(a.R * E) * sizeof(float)) ||
-      !ToHost(x, a.x, static_cast<size_t>(a.R * H) * sizeof(float))) {
+  if (!dc->ToHost(logits, a.logits, static_cast<size_t>(a.R * E) * sizeof(float)) ||
+      !dc->ToHost(x, a.x, static_cast<size_t>(a.R * H) * sizeof(float))) {
     return;
   }
   h.logits = logits, h.x = x;
   cpu::Moe(pool, h);
-  ToDevice(a.out, h.out, static_cast<size_t>(a.R * H) * sizeof(float));
+  dc->ToDevice(a.out, h.out, static_cast<size_t>(a.R * H) * sizeof(float));
 }
 
 }  // namespace
@@ -281,21 +282,22 @@ bool MoeOnDevice(const MoeArgs& a) {
 namespace dev {
 
 void Moe(ThreadPool& pool, const MoeArgs& a) {
-  using namespace staging;
-  if (a.R <= 0 || !Ready()) return;
-  if (!MoeOnDevice(a)) return MoeOnHost(pool, a);
+  DeviceContext* dc = ActiveDevice();
+  if (a.R <= 0 || dc == nullptr) return;
+  if (!MoeOnDevice(a)) return MoeOnHost(dc, pool, a);
   const int64_t E = a.experts(), H = a.hidden(), I = a.width(), R = a.R, slots = R * a.top_k;
   const int k = a.top_k;
   Stack gate, up, down, scale;
-  if (!StackOf(*a.gate_up, 0, &gate) || !StackOf(a.up ? *a.up : *a.gate_up, a.up ? 0 : I, &up) ||
-      !StackOf(*a.down, 0, &down) || !StackOf(*a.per_expert_scale, 0, &scale)) {
+  if (!StackOf(dc, *a.gate_up, 0, &gate) ||
+      !StackOf(dc, a.up ? *a.up : *a.gate_up, a.up ? 0 : I, &up) ||
+      !StackOf(dc, *a.down, 0, &down) || !StackOf(dc, *a.per_expert_scale, 0, &scale)) {
     return;
   }
   const int max_tiles = static_cast<int>(slots / kTileSlots + E + 1);
   // Workspace: ids, weights, order [slots]; tiles [max_tiles * 3]; act [slots, I]; y [slots, H].
   const size_t ints = static_cast<size_t>(2 * slots + 3 * max_tiles);
   const size_t floats = static_cast<size_t>(slots + slots * I + slots * H);
-  auto* ws = static_cast<uint8_t*>(OpWorkspace((ints + floats) * 4));
+  auto* ws = static_cast<uint8_t*>(dc->Workspace((ints + floats) * 4));
   if (ws == nullptr) return;
   Tables t;
   t.ids = reinterpret_cast<int32_t*>(ws);
@@ -304,7 +306,7 @@ void Moe(ThreadPool& pool, const MoeArgs& a) {
   t.weights = reinterpret_cast<float*>(t.tile + 3 * max_tiles);
   float* act = t.weights + slots;
   float* y = act + slots * I;
-  const cudaStream_t st = Stream();
+  const cudaStream_t st = dc->stream();
   LaunchKernel(RouteKernel, GridFor(R, 8), 256, 0, st, a.logits, R, static_cast<int>(E), k, scale,
                t);
   LaunchKernel(GroupKernel, 1, 256, 0, st, slots, static_cast<int>(E), max_tiles, t);
@@ -317,7 +319,7 @@ void Moe(ThreadPool& pool, const MoeArgs& a) {
                static_cast<const float*>(act), 1, H, t, y);
   LaunchKernel(CombineKernel, GridFor(R * H, 256), 256, 0, st, static_cast<const float*>(y), t, R,
                k, H, a.out);
-  Launched("moe");
+  dc->Launched("moe");
 }
 
 }  // namespace dev

@@ -6,12 +6,12 @@
 // (a decode batch's items), it also stores those elements in the row's cache slot (KvSlot,
 // kv_write.cuh) of the write that covers the row. Weights as stored (F32/BF16/F16, uploaded
 // once) or none.
+#include "kernels/cuda/device_context.h"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/kv_write.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/load.cuh"
 #include "kernels/cuda/norm_weight.cuh"
-#include "kernels/cuda/staging.h"
 
 namespace g4::cuda {
 namespace {
@@ -108,8 +108,8 @@ bool KvWritesFit(const NormRopeArgs& a, int64_t* first) {
 namespace dev {
 
 void NormRope(ThreadPool& pool, const NormRopeArgs& a) {
-  using namespace staging;
-  if (a.T <= 0 || a.D <= 0 || a.count <= 0 || !Ready()) return;
+  DeviceContext* dc = ActiveDevice();
+  if (a.T <= 0 || a.D <= 0 || a.count <= 0 || dc == nullptr) return;
   NormRopeParts parts{};
   if (a.kv_count > 0 && !KvWritesFit(a, parts.kv_first)) {  // the norms, then the writes
     return NormRopeThenWrites(
@@ -124,7 +124,7 @@ void NormRope(ThreadPool& pool, const NormRopeArgs& a) {
   for (int p = 0; p < a.count; ++p) {
     const NormRopePart& in = a.parts[p];
     parts.x[p] = in.x;
-    parts.w[p] = NormWeight(in.w, &parts.w_type[p], &ok, "norm_rope");
+    parts.w[p] = NormWeight(dc, in.w, &parts.w_type[p], &ok, "norm_rope");
     parts.H[p] = in.H;
     parts.rope[p] = in.rope;
     parts.first[p] = rows;
@@ -132,9 +132,9 @@ void NormRope(ThreadPool& pool, const NormRopeArgs& a) {
   }
   parts.first[a.count] = rows;
   if (!ok || rows <= 0) return;
-  LaunchKernel(NormRopeKernel, static_cast<unsigned>(rows), kThreads, 0, Stream(), parts,
+  LaunchKernel(NormRopeKernel, static_cast<unsigned>(rows), kThreads, 0, dc->stream(), parts,
                a.positions, a.D, a.eps, a.inv_freq);
-  Launched("norm_rope");
+  dc->Launched("norm_rope");
 }
 
 }  // namespace dev

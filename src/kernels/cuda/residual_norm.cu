@@ -6,13 +6,13 @@
 // fusing changes no result. Weights as stored (F32/BF16/F16, uploaded once) or none. With a
 // projection at decode rows, the projection's GEMV grid runs the same rows in its last block
 // (gemv.cuh): the sub-block's end is one launch.
+#include "kernels/cuda/device_context.h"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/load.cuh"
 #include "kernels/cuda/matmul.h"
 #include "kernels/cuda/norm_weight.cuh"
 #include "kernels/cuda/residual_norm.cuh"
-#include "kernels/cuda/staging.h"
 
 namespace g4::cuda {
 namespace {
@@ -34,21 +34,20 @@ __global__ void ResidualNormKernel(const float* x, const void* w, ElemType w_typ
 // The projection (a.proj) as one GEMV grid with the norm in its last block (GemvResidual),
 // when it runs as one: a device weight, GemvGroupable at these rows, within one launch. True
 // when launched (or its failure recorded); false: the caller runs MatMul, then the kernel above.
-bool ProjectionWithNorm(const ResidualNormArgs& a, const GemvResidual& tail) {
-  using namespace staging;
+bool ProjectionWithNorm(DeviceContext* dc, const ResidualNormArgs& a, const GemvResidual& tail) {
   const TensorView& w = *a.proj;
   const int64_t max_t = w.quantized() ? kInt4GemvMaxT : kGemvMaxT;
   if (!MatMulOnDevice(w) || a.R > max_t || w.shape.size() != 2 || w.dim(0) != a.D ||
       tail.counter == nullptr) {
     return false;
   }
-  const TensorView* dw = DeviceWeight(w, /*convert_to_compute=*/true);
+  const TensorView* dw = dc->DeviceWeight(w, /*convert_to_compute=*/true);
   if (dw == nullptr) return true;  // recorded
   if (!GemvGroupable(&dw, 1, a.R)) return false;
   GemvGate gate;
   gate.residual = tail;
   float* y[1] = {a.x};
-  Ok(GroupedGemvDevice(&dw, y, 1, gate, a.proj_in, a.R, Stream()), "residual_norm");
+  dc->Ok(GroupedGemvDevice(&dw, y, 1, gate, a.proj_in, a.R, dc->stream()), "residual_norm");
   return true;
 }
 
@@ -57,27 +56,28 @@ bool ProjectionWithNorm(const ResidualNormArgs& a, const GemvResidual& tail) {
 namespace dev {
 
 void ResidualNorm(ThreadPool& pool, const ResidualNormArgs& a) {
-  using namespace staging;
-  if (a.R <= 0 || a.D <= 0 || !Ready()) return;
+  DeviceContext* dc = ActiveDevice();
+  if (a.R <= 0 || a.D <= 0 || dc == nullptr) return;
   bool ok = true;
   ElemType w_type = ElemType::kF32, next_type = ElemType::kF32;
-  const void* dw = NormWeight(a.w, &w_type, &ok, "residual_norm");
+  const void* dw = NormWeight(dc, a.w, &w_type, &ok, "residual_norm");
   const void* dnext =
-      a.out != nullptr ? NormWeight(a.next_w, &next_type, &ok, "residual_norm") : nullptr;
+      a.out != nullptr ? NormWeight(dc, a.next_w, &next_type, &ok, "residual_norm")
+                       : nullptr;
   if (!ok) return;
   if (a.proj != nullptr) {
     GemvResidual tail;
-    tail.counter = GemvCounter();
+    tail.counter = dc->gemv_counter();
     tail.w = dw, tail.w_type = static_cast<int>(w_type);
     tail.h = a.h, tail.scale = a.scale;
     tail.next_w = dnext, tail.next_type = static_cast<int>(next_type);
     tail.out = a.out, tail.eps = a.eps;
-    if (ProjectionWithNorm(a, tail)) return;
+    if (ProjectionWithNorm(dc, a, tail)) return;
     MatMul(pool, *a.proj, a.proj_in, a.R, a.x);
   }
-  LaunchKernel(ResidualNormKernel, static_cast<unsigned>(a.R), kThreads, 0, Stream(), a.x, dw,
+  LaunchKernel(ResidualNormKernel, static_cast<unsigned>(a.R), kThreads, 0, dc->stream(), a.x, dw,
                w_type, a.h, a.scale, dnext, next_type, a.out, a.D, a.eps);
-  Launched("residual_norm");
+  dc->Launched("residual_norm");
 }
 
 }  // namespace dev

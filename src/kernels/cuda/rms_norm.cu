@@ -2,11 +2,11 @@
 // of squares reduced in f32 (warp shuffles, then across warps in shared memory). w is F32/BF16/
 // F16 as stored (uploaded once, not converted: norms are tiny) or empty (no weight). x and out
 // (device pointers) may alias: each thread reads its elements before writing them.
+#include "kernels/cuda/device_context.h"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/load.cuh"
 #include "kernels/cuda/norm_weight.cuh"
-#include "kernels/cuda/staging.h"
 
 namespace g4::cuda {
 namespace {
@@ -35,14 +35,14 @@ namespace dev {
 
 void RmsNorm(ThreadPool&, const float* x, const TensorView& w, int64_t R, int64_t D, float eps,
              float* out) {
-  using namespace staging;
-  if (R <= 0 || D <= 0 || !Ready()) return;
+  DeviceContext* dc = ActiveDevice();
+  if (R <= 0 || D <= 0 || dc == nullptr) return;
   ElemType w_type;
   bool ok = true;
-  const void* dw = NormWeight(&w, &w_type, &ok, "rms_norm");
+  const void* dw = NormWeight(dc, &w, &w_type, &ok, "rms_norm");
   if (!ok) return;
   const unsigned rows = static_cast<unsigned>(R);
-  cudaStream_t s = Stream();
+  cudaStream_t s = dc->stream();
   // The weight's type as a template argument: the kernel's loads need no run-time branch.
   switch (w_type) {
     case ElemType::kF32:
@@ -55,7 +55,7 @@ void RmsNorm(ThreadPool&, const float* x, const TensorView& w, int64_t R, int64_
       LaunchKernel(RmsNormKernel<ElemType::kF16>, rows, kThreads, 0, s, x, dw, D, eps, out);
       break;
   }
-  Launched("rms_norm");
+  dc->Launched("rms_norm");
 }
 
 }  // namespace dev

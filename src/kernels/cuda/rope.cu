@@ -4,10 +4,10 @@
 // One thread per (token, pair) computes the angle pos * inv_freq[j] and its sine and cosine in
 // f64, as the reference does (positions reach 1e5+ radians, where f32 angles lose ~0.01 rad),
 // then rotates that pair in every head. x, positions and inv_freq are device pointers.
+#include "kernels/cuda/device_context.h"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/load.cuh"
-#include "kernels/cuda/staging.h"
 
 namespace g4::cuda {
 namespace {
@@ -37,12 +37,12 @@ namespace dev {
 
 void Rope(ThreadPool&, float* x, const int32_t* positions, int64_t T, int64_t H, int64_t D,
           const float* inv_freq) {
-  using namespace staging;
-  if (T <= 0 || H <= 0 || D < 2 || !Ready()) return;
+  DeviceContext* dc = ActiveDevice();
+  if (T <= 0 || H <= 0 || D < 2 || dc == nullptr) return;
   const int64_t half = D / 2;
-  LaunchKernel(RopeKernel, GridFor(T * half, 128), 128, 0, Stream(), x, positions, inv_freq, T,
+  LaunchKernel(RopeKernel, GridFor(T * half, 128), 128, 0, dc->stream(), x, positions, inv_freq, T,
                H, D);
-  Launched("rope");
+  dc->Launched("rope");
 }
 
 }  // namespace dev

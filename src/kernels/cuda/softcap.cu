@@ -1,8 +1,8 @@
 // CUDA Softcap (ops/softcap.h): x = cap * tanh(x / cap) in place, f32, on a device pointer.
+#include "kernels/cuda/device_context.h"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/load.cuh"
-#include "kernels/cuda/staging.h"
 
 namespace g4::cuda {
 namespace {
@@ -20,10 +20,10 @@ __global__ void SoftcapKernel(float* x, int64_t n, float cap, float inv_cap) {
 namespace dev {
 
 void Softcap(ThreadPool&, float* x, int64_t n, float cap) {
-  using namespace staging;
-  if (n <= 0 || !Ready()) return;
-  LaunchKernel(SoftcapKernel, GridFor(n, 256), 256, 0, Stream(), x, n, cap, 1.0f / cap);
-  Launched("softcap");
+  DeviceContext* dc = ActiveDevice();
+  if (n <= 0 || dc == nullptr) return;
+  LaunchKernel(SoftcapKernel, GridFor(n, 256), 256, 0, dc->stream(), x, n, cap, 1.0f / cap);
+  dc->Launched("softcap");
 }
 
 }  // namespace dev

@@ -8,6 +8,7 @@
 
 #include "core/thread_pool.h"
 #include "kernels/cuda/cuda_test_util.h"
+#include "kernels/cuda/staged_ops.h"
 #include "kernels/ref/kernels.h"
 #include "kernels/test_util.h"
 #include "ops/quantize.h"
@@ -39,7 +40,7 @@ TEST_F(CudaEmbedTest, MatchesRefExactlyForEveryFloatDType) {
           const float scale = std::sqrt(static_cast<float>(D));
           std::vector<float> ref(static_cast<size_t>(T * D)), out(ref.size());
           ref::Embed(pool_, table.view(), ids.data(), T, scale, ref.data());
-          Embed(pool_, table.view(), ids.data(), T, scale, out.data());
+          staged::Ops().embed(pool_, table.view(), ids.data(), T, scale, out.data());
           EXPECT_EQ(out, ref);
           ReleaseDeviceMemory();  // table dies here: the next may reuse its address (kernels.h)
         }
@@ -58,7 +59,7 @@ TEST_F(CudaEmbedTest, QuantizedTableIsGatheredOnTheHost) {
   const std::vector<int32_t> ids = {3, 0, 10, 3};
   std::vector<float> ref(4 * D), out(ref.size());
   ref::Embed(pool_, q->view, ids.data(), 4, 2.0f, ref.data());
-  Embed(pool_, q->view, ids.data(), 4, 2.0f, out.data());
+  staged::Ops().embed(pool_, q->view, ids.data(), 4, 2.0f, out.data());
   EXPECT_EQ(out, ref);
   EXPECT_EQ(CachedWeightBytes(), 0);
 }

@@ -13,6 +13,7 @@
 
 #include "kernels/cuda/cuda_test_util.h"
 #include "kernels/cuda/device_buffers.h"
+#include "kernels/cuda/staged_ops.h"
 #include "kernels/ref/kernels.h"
 #include "kernels/test_util.h"
 #include "ops/quantize.h"
@@ -260,9 +261,10 @@ TEST_F(CudaGraphTest, TransfersAndAllocationsFailTheCapture) {
   {
     // The staged host-pointer ops copy from the host: refused, their outputs NaN.
     std::vector<float> out(4, 0.0f);
-    Add(pool_, host.data(), host.data(), 4, out.data());  // its scratch exists: no growth below
+    // Once first, so its scratch exists: no growth below.
+    staged::Ops().add(pool_, host.data(), host.data(), 4, out.data());
     ASSERT_TRUE(BeginCapture().ok());
-    Add(pool_, host.data(), host.data(), 4, out.data());
+    staged::Ops().add(pool_, host.data(), host.data(), 4, out.data());
     ExpectRefused("a copy from host memory to the device");
     EXPECT_TRUE(std::isnan(out[0]));
   }

@@ -9,6 +9,7 @@
 
 #include "kernels/cuda/cuda_test_util.h"
 #include "kernels/cuda/device_buffers.h"
+#include "kernels/cuda/staged_ops.h"
 #include "kernels/test_util.h"
 
 namespace g4::cuda {
@@ -98,7 +99,7 @@ TEST_F(CudaKvWriteTest, DeviceAndStagedMatchTheContract) {
     KvWriteArgs ha = a;
     ha.k = k.data(), ha.v = v.data(), ha.pos = c.pos.data();
     ha.k_cache = h.k.data(), ha.v_cache = h.v.data(), ha.pos_cache = h.pos.data();
-    KvWrite(pool_, ha);
+    staged::Ops().kv_write(pool_, ha);
     EXPECT_EQ(h.k, want.k);
     EXPECT_EQ(h.v, want.v);
     EXPECT_EQ(h.pos, want.pos);

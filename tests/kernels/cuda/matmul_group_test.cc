@@ -15,6 +15,7 @@
 
 #include "kernels/cuda/cuda_test_util.h"
 #include "kernels/cuda/matmul.h"
+#include "kernels/cuda/staged_ops.h"
 #include "kernels/ref/kernels.h"
 #include "kernels/test_util.h"
 #include "ops/quantize.h"
@@ -42,7 +43,7 @@ void CheckGroup(ThreadPool& pool, const std::vector<const TensorView*>& ws, int6
     g.y[i] = ys[i].data();
   }
   g.count = static_cast<int>(ws.size());
-  GroupedMatMul(pool, g, x.data(), T);
+  staged::Ops().grouped_matmul(pool, g, x.data(), T);
   for (size_t i = 0; i < ws.size(); ++i) {
     SCOPED_TRACE(::testing::Message() << "weight " << i);
     std::vector<float> ref(ys[i].size());
@@ -63,7 +64,7 @@ void CheckGated(ThreadPool& pool, const TensorView& gate, const TensorView& up, 
   g.w[1] = &up, g.y[1] = y1.data();
   g.count = 2;
   g.gelu_gate = true;
-  GroupedMatMul(pool, g, x.data(), T);
+  staged::Ops().grouped_matmul(pool, g, x.data(), T);
   std::vector<float> rg(y0.size()), ru(y0.size());
   ref::MatMul(pool, gate, x.data(), T, rg.data());
   ref::MatMul(pool, up, x.data(), T, ru.data());
@@ -120,7 +121,7 @@ void CheckGeluUp(ThreadPool& pool, const TensorView& w, int64_t T, uint32_t seed
   MatMulGroup g;
   g.w[0] = &w, g.y[0] = y.data(), g.count = 1;
   g.gelu_up = up.data(), g.gelu_up_stride = stride;
-  GroupedMatMul(pool, g, x.data(), T);
+  staged::Ops().grouped_matmul(pool, g, x.data(), T);
   ref::MatMul(pool, w, x.data(), T, ref.data());
   for (int64_t t = 0; t < T; ++t) {
     for (int64_t n = 0; n < N; ++n) {

@@ -138,7 +138,7 @@ TEST_F(CudaMemoryTest, OutOfMemoryIsNullptrAndDoesNotFailTheDevice) {
 
 // Without a device (no driver, no GPU) the memory refuses everything, with the reason.
 TEST(CudaMemoryNoDeviceTest, AllocFailsAndTransfersReportWhy) {
-  if (Init(0).ok()) GTEST_SKIP() << "a CUDA device is present";
+  if (OpenDevice(0).ok()) GTEST_SKIP() << "a CUDA device is present";
   Memory& m = DeviceMemory();
   EXPECT_TRUE(m.is_device());
   EXPECT_EQ(m.Alloc(64), nullptr);

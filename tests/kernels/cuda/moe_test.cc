@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_test_util.h"
+#include "kernels/cuda/staged_ops.h"
 #include "kernels/moe_test_util.h"
 #include "kernels/ref/kernels.h"
 #include "kernels/test_util.h"
@@ -28,7 +29,7 @@ class CudaMoeTest : public testing::CudaOpTest {
   double Run(MoeArgs a) {
     std::vector<float> out(static_cast<size_t>(a.R * a.hidden())), ref(out.size());
     a.out = out.data();
-    Moe(pool_, a);
+    staged::Ops().moe(pool_, a);
     a.out = ref.data();
     ref::Moe(pool_, a);
     return MaxRowError(out, ref, a.hidden());

@@ -17,6 +17,7 @@
 
 #include "kernels/cuda/cuda_test_util.h"
 #include "kernels/cuda/device_buffers.h"
+#include "kernels/cuda/staged_ops.h"
 #include "kernels/ref/kernels.h"
 #include "kernels/test_util.h"
 
@@ -66,7 +67,7 @@ TEST_F(CudaNormRopeTest, MatchesRefForEveryWeightDTypeAndRope) {
             r.Add(ref[p].data(), v ? nullptr : &wv, heads[p], !v);
           }
           ref::NormRope(pool_, r);
-          NormRope(pool_, a);
+          staged::Ops().norm_rope(pool_, a);
           for (int p = 0; p < count; ++p) EXPECT_LE(MaxRowError(x[p], ref[p], D), 3e-5) << p;
           ReleaseDeviceMemory();  // w dies here: the next w may reuse its address (kernels.h)
         }

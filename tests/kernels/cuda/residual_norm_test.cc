@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_test_util.h"
+#include "kernels/cuda/staged_ops.h"
 #include "kernels/ref/kernels.h"
 #include "kernels/test_util.h"
 #include "ops/quantize.h"
@@ -61,7 +62,7 @@ TEST_F(CudaResidualNormTest, MatchesRefOnOddShapesAndEveryWeightDType) {
             fn(pool_, a);
           };
           std::vector<float> h, out, ref_h, ref_out;
-          run(ResidualNorm, h, out);
+          run(staged::Ops().residual_norm, h, out);
           run(ref::ResidualNorm, ref_h, ref_out);
           EXPECT_LE(MaxRowError(h, ref_h, D, h0, scale), 5e-5);
           if (with_out) {  // against the ref's norm of the kernel's h (a cancelled h's
@@ -107,11 +108,11 @@ void CheckProjection(ThreadPool& pool, const TensorView& w, int64_t R, bool with
     return a;
   };
   Run fused, parts, ref;
-  ResidualNorm(pool, args(fused));
+  staged::Ops().residual_norm(pool, args(fused));
   ResidualNormArgs p = args(parts);
-  MatMul(pool, w, in.data(), R, p.x);
+  staged::Ops().matmul(pool, w, in.data(), R, p.x);
   p.proj = nullptr;
-  ResidualNorm(pool, p);
+  staged::Ops().residual_norm(pool, p);
   ref::ResidualNorm(pool, args(ref));
   EXPECT_EQ(fused.x, parts.x);
   EXPECT_EQ(fused.h, parts.h);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_test_util.h"
+#include "kernels/cuda/staged_ops.h"
 #include "kernels/ref/kernels.h"
 #include "kernels/test_util.h"
 
@@ -37,7 +38,7 @@ TEST_F(CudaRopeTest, MatchesRefForDefaultAndProportionalRope) {
           std::vector<float> x = RandomFloats(T * H * D, ++seed, -2.0f, 2.0f);
           std::vector<float> ref = x;
           ref::Rope(pool_, ref.data(), pos.data(), T, H, D, inv.data());
-          Rope(pool_, x.data(), pos.data(), T, H, D, inv.data());
+          staged::Ops().rope(pool_, x.data(), pos.data(), T, H, D, inv.data());
           double worst = 0.0;
           for (size_t i = 0; i < x.size(); ++i) {
             const double e = std::fabs(static_cast<double>(x[i]) - ref[i]);

@@ -1,33 +1,11 @@
-// cuda::Softcap against ref::Softcap (f64): odd n, the final-logit cap 30 and a small cap,
-// inputs far beyond the cap (saturation). f32 tanhf: tolerance 1e-5 of |ref| + 1e-6 absolute.
-#include <vector>
+// The Softcap cases (kernels/softcap_test.h) on the CUDA device.
+#include "kernels/softcap_test.h"
 
-#include "kernels/cuda/cuda_test_util.h"
-#include "kernels/ref/kernels.h"
-#include "kernels/test_util.h"
+#include "kernels/cuda/staged_ops.h"
 
-namespace g4::cuda {
-namespace {
+namespace g4::testing {
 
-using testing::CudaOpTest;
-using testing::MaxScaledError;
-using g4::testing::RandomFloats;
+INSTANTIATE_TEST_SUITE_P(Cuda, SoftcapTest, ::testing::ValuesIn(cuda::staged::OpBackends()),
+                         OpBackendName);
 
-class CudaSoftcapTest : public CudaOpTest {};
-
-TEST_F(CudaSoftcapTest, MatchesRefOnOddSizes) {
-  uint32_t seed = 30;
-  for (float cap : {30.0f, 0.5f}) {
-    for (int64_t n : {1, 31, 262147}) {
-      SCOPED_TRACE(::testing::Message() << "cap=" << cap << " n=" << n);
-      std::vector<float> x = RandomFloats(n, ++seed, -200.0f, 200.0f);
-      std::vector<float> ref = x;
-      ref::Softcap(pool_, ref.data(), n, cap);
-      Softcap(pool_, x.data(), n, cap);
-      EXPECT_LE(MaxScaledError(x, ref, 0.1), 1e-5);
-    }
-  }
-}
-
-}  // namespace
-}  // namespace g4::cuda
+}  // namespace g4::testing

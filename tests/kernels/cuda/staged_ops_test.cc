@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_test_util.h"
+#include "kernels/cuda/staged_ops.h"
 #include "kernels/ref/kernels.h"
 #include "kernels/test_util.h"
 #include "ops/quantize.h"
@@ -32,11 +33,11 @@ TEST_F(CudaStagedOpsTest, MatMulFloatWeightsMatchRefAndUploadOnce) {
       const std::vector<float> x = RandomFloats(T * K, ++seed);
       std::vector<float> y(static_cast<size_t>(T * N)), ref(y.size());
       ref::MatMul(pool_, w.view(), x.data(), T, ref.data());
-      MatMul(pool_, w.view(), x.data(), T, y.data());
+      staged::Ops().matmul(pool_, w.view(), x.data(), T, y.data());
       EXPECT_LE(MatMulError(w.view(), x, T, y, ref), 1e-5);
       // Uploaded in the compute dtype: 16-bit weights as 2 bytes, f32 as 4.
       EXPECT_EQ(CachedWeightBytes(), N * K * static_cast<int64_t>(DTypeSize(dt)));
-      MatMul(pool_, w.view(), x.data(), T, y.data());
+      staged::Ops().matmul(pool_, w.view(), x.data(), T, y.data());
       EXPECT_EQ(CachedWeightBytes(), N * K * static_cast<int64_t>(DTypeSize(dt)));
       ReleaseDeviceMemory();
     }
@@ -55,7 +56,7 @@ TEST_F(CudaStagedOpsTest, MatMulInt4OnDeviceInt8OnTheHost) {
       const std::vector<float> x = RandomFloats(T * K, 91 + static_cast<uint32_t>(T));
       std::vector<float> y(static_cast<size_t>(T * N)), ref(y.size());
       ref::MatMul(pool_, q->view, x.data(), T, ref.data());
-      MatMul(pool_, q->view, x.data(), T, y.data());
+      staged::Ops().matmul(pool_, q->view, x.data(), T, y.data());
       EXPECT_LE(MatMulError(q->view, x, T, y, ref), 1e-5);
     }
     EXPECT_EQ(CachedWeightBytes() > 0, kind == QuantKind::kInt4Group);
@@ -74,7 +75,7 @@ TEST_F(CudaStagedOpsTest, AttentionMatchesRefAtBothGemmaHeadDims) {
       a.out = ref.data();
       ref::Attention(pool_, a);
       a.out = out.data();
-      Attention(pool_, a);
+      staged::Ops().attention(pool_, a);
       double worst = 0.0;
       for (size_t i = 0; i < out.size(); ++i) {
         const double e = std::fabs(static_cast<double>(out[i]) - ref[i]);

@@ -60,8 +60,8 @@ cflags="-std=c++20 -pthread -w -DG4_HAS_CUDA -I$here -I$root/src -I$root/tests"
     echo "  opt = -O2"
     objs+=("$out/$n.o")
   done
-  for f in "$root"/tests/kernels/cuda/*_test.cc "$root/tests/model/golden_test.cc" \
-           "$here/emu_decode_test.cc"; do
+  for f in "$root"/tests/kernels/cuda/*_test.cc "$root/tests/kernels/cuda/staged_ops.cc" \
+           "$root/tests/model/golden_test.cc" "$here/emu_decode_test.cc"; do
     n=test_$(basename "$f" .cc)
     echo "build $out/$n.o: cxx $f"
     echo "  opt = -O1"

@@ -1,19 +1,60 @@
-// The host-pointer op functions of kernels.h (cuda::MatMul ... cuda::NormRope), for tests and
-// tools: each copies its inputs into device scratch (staging.h), runs the cuda::dev op on them,
-// waits, and copies the result back; after any CUDA failure the outputs are NaN. Aliased host
-// arguments (x == out) stay aliased on the device, so the dev ops' in-place paths are the ones
-// run.
+// The host-pointer versions of the cuda::dev ops (staged_ops.h): each copies its inputs into
+// device scratch, runs the dev op on them, waits, and copies the result back; after any CUDA
+// failure the outputs are NaN. Aliased host arguments (x == out) stay aliased on the device, so
+// the dev ops' in-place paths are the ones run.
+#include "kernels/cuda/staged_ops.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
+#include <string>
+#include <vector>
 
-#include "kernels/cuda/kernels.h"
-#include "kernels/cuda/staging.h"
+#include "kernels/cuda/device_context.h"
+#include "ops/memory.h"
 
-namespace g4::cuda {
+namespace g4::cuda::staged {
 namespace {
 
-using namespace staging;
+// Whether a device is open and working; the ops below run on it.
+bool Ready() { return ActiveDevice() != nullptr; }
+
+// Device scratch buffer `slot` (0..kSlots-1, grow-only, in DeviceMemory()) with room for at
+// least `bytes`; nullptr without a device (and while capturing: a capture cannot allocate).
+constexpr int kSlots = 8;
+void* Scratch(int slot, size_t bytes) {
+  static void* buffers[kSlots] = {};
+  static size_t sizes[kSlots] = {};
+  if (slot < 0 || slot >= kSlots || !Ready()) return nullptr;
+  if (bytes == 0) bytes = 1;
+  if (sizes[slot] < bytes) {
+    DeviceMemory().Free(buffers[slot]);
+    buffers[slot] = DeviceMemory().Alloc(bytes);
+    sizes[slot] = buffers[slot] != nullptr ? bytes : 0;
+  }
+  return buffers[slot];
+}
+float* ScratchF(int slot, int64_t n) {
+  return static_cast<float*>(Scratch(slot, static_cast<size_t>(n) * sizeof(float)));
+}
+
+bool ToDevice(void* dst, const void* src, size_t bytes) {
+  DeviceContext* dc = ActiveDevice();
+  return dc != nullptr && dc->ToDevice(dst, src, bytes);
+}
+bool ToHost(void* dst, const void* src, size_t bytes) {
+  DeviceContext* dc = ActiveDevice();
+  return dc != nullptr && dc->ToHost(dst, src, bytes);
+}
+bool Sync(const char* what) {
+  DeviceContext* dc = ActiveDevice();
+  return dc != nullptr && dc->Sync(what);
+}
+
+void FillNaN(float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = std::numeric_limits<float>::quiet_NaN();
+}
 
 // Device scratch `slot` holding a copy of host [0, n); nullptr after a failure.
 template <typename T>
@@ -32,8 +73,6 @@ void Finish(const float* dev, float* host, int64_t n, const char* what) {
     FillNaN(host, n);
   }
 }
-
-}  // namespace
 
 void MatMul(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y) {
   if (T <= 0) return;
@@ -167,6 +206,8 @@ void Scale(ThreadPool& pool, float* x, int64_t n, float s) {
   Finish(dx, x, n, "scale");
 }
 
+void KvWrite(ThreadPool& pool, const KvWriteArgs& a);  // below
+
 // Every part's x comes back; after a failure all are NaN. A KV write runs after, as the staged
 // KvWrite (the fused write is tested on device buffers: dev_ops_test.cc).
 void NormRope(ThreadPool& pool, const NormRopeArgs& a) {
@@ -245,4 +286,49 @@ void KvWrite(ThreadPool& pool, const KvWriteArgs& a) {
   }
 }
 
-}  // namespace g4::cuda
+}  // namespace
+
+const OpTable& Ops() {
+  static const OpTable table = [] {
+    OpTable t;
+    t.matmul = MatMul;
+    t.grouped_matmul = GroupedMatMul;
+    t.rms_norm = RmsNorm;
+    t.rope = Rope;
+    t.attention = Attention;
+    t.gelu_mul = GeluMul;
+    t.softcap = Softcap;
+    t.embed = Embed;
+    t.add = Add;
+    t.scale = Scale;
+    t.kv_write = KvWrite;
+    t.residual_norm = ResidualNorm;
+    t.norm_rope = NormRope;
+    t.moe = Moe;
+    return t;
+  }();
+  return table;
+}
+
+std::vector<g4::testing::OpBackend> OpBackends() {
+  g4::testing::OpBackend b;
+  b.name = "cuda";
+  b.ops = &Ops();
+  b.device = true;
+  auto device = std::make_shared<std::shared_ptr<DeviceContext>>();
+  b.open = [device]() -> std::string {
+    auto dc = OpenDevice(0);
+    if (!dc.ok()) return dc.status().message();
+    *device = *dc;
+    return "";
+  };
+  b.close = [device]() -> std::string {
+    const Status error = LastError();
+    device->reset();
+    return error.ok() ? "" : error.ToString();
+  };
+  b.weight_died = [] { ReleaseDeviceMemory(); };
+  return {b};
+}
+
+}  // namespace g4::cuda::staged
