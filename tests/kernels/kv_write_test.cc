@@ -1,15 +1,23 @@
-// g4::ref::KvWrite (the ref and CPU backends' KvWrite, ops/kv_write.h): slots from positions,
-// ring wrap, skipped rows, nothing written outside the slots it names; bf16 caches (each value
-// rounded as g4::F32ToBf16) and a base position (slot = position - base).
+// The KvWrite cases (kv_write_test.h) on the CPU backend's table, and g4::ref::KvWrite (the ref
+// and CPU backends' KvWrite, ops/kv_write.h) by hand: slots from positions, ring wrap, skipped
+// rows, nothing written outside the slots it names; bf16 caches (each value rounded as
+// g4::F32ToBf16) and a base position (slot = position - base).
 
 #include <cstdint>
 #include <vector>
 
 #include "core/dtype.h"
 #include "gtest/gtest.h"
+#include "kernels/kv_write_test.h"
 #include "kernels/ref/kernels.h"
 
 namespace g4 {
+namespace testing {
+
+INSTANTIATE_TEST_SUITE_P(Cpu, KvWriteTest, ::testing::ValuesIn(CpuOpBackends()), OpBackendName);
+
+}  // namespace testing
+
 namespace {
 
 struct Cache {
@@ -49,7 +57,7 @@ KvWriteArgs Args(const std::vector<float>& k, const std::vector<float>& v,
   return a;
 }
 
-TEST(KvWriteTest, RingSlotsArePositionsModuloTheWindow) {
+TEST(KvWriteRef, RingSlotsArePositionsModuloTheWindow) {
   ThreadPool pool(1);
   const int64_t row = 13, W = 5;
   Cache c(W, row);
@@ -70,7 +78,7 @@ TEST(KvWriteTest, RingSlotsArePositionsModuloTheWindow) {
   }
 }
 
-TEST(KvWriteTest, FullLayerSlotIsThePositionAndOutOfRangeRowsAreSkipped) {
+TEST(KvWriteRef, FullLayerSlotIsThePositionAndOutOfRangeRowsAreSkipped) {
   ThreadPool pool(1);
   const int64_t row = 4, capacity = 6;
   Cache c(capacity, row);
@@ -86,7 +94,7 @@ TEST(KvWriteTest, FullLayerSlotIsThePositionAndOutOfRangeRowsAreSkipped) {
 
 // bf16 storage: every value rounded to nearest even, the same slots as f32; with window 0 a
 // base moves slot 0 to that position (the ring's chunk scratch), and rows before it are skipped.
-TEST(KvWriteTest, Bf16CacheRoundsEachValueAndBaseShiftsTheSlots) {
+TEST(KvWriteRef, Bf16CacheRoundsEachValueAndBaseShiftsTheSlots) {
   ThreadPool pool(1);
   const int64_t row = 5, capacity = 4;
   std::vector<float> k, v;

@@ -1,18 +1,25 @@
-// The CPU backend's NormRope (its op table: the SIMD RmsNorm, then the ref Rope) against
-// ref::NormRope, and the op's contract: per-head norm with the weight, then the rotation of each
-// pair (j, j + D/2) by positions[t] * inv_freq[j]; no rotation without inv_freq or in a part
-// without rope (a layer's v); q, k and v parts in one call. Tolerance as
-// RmsNorm's (rms_norm_test.cc): 1e-5 of the head's largest |ref|.
+// The NormRope cases (norm_rope_test.h) on the CPU backend's table (the SIMD RmsNorm, then the
+// ref Rope) on every Highway target this machine runs, pools of 1 and 3 threads; and the op's
+// contract: per-head norm with the weight, then the rotation of each pair (j, j + D/2) by
+// positions[t] * inv_freq[j]; no rotation in a part without rope (a layer's v); the KV store of
+// the final k and v. Tolerance as RmsNorm's (rms_norm_test.h): 1e-5 of the head's largest |ref|.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
-#include "gtest/gtest.h"
+#include "kernels/norm_rope_test.h"
 #include "kernels/ref/kernels.h"
 #include "kernels/test_util.h"
 #include "ops/backend.h"
 
 namespace g4 {
+namespace testing {
+
+INSTANTIATE_TEST_SUITE_P(Cpu, NormRopeTest, ::testing::ValuesIn(CpuOpBackends()),
+                         OpBackendName);
+
+}  // namespace testing
+
 namespace {
 
 using testing::InvFreq;
@@ -33,45 +40,9 @@ struct Parts {
   }
 };
 
-TEST(NormRopeTest, CpuTableMatchesRef) {
-  ThreadPool pool(3);
-  const NormRopeFn cpu = GetOpTable(BackendKind::kCpu).norm_rope;
-  ASSERT_NE(cpu, nullptr);
-  uint32_t seed = 1;
-  for (int64_t T : {1, 4}) {
-    for (int64_t H : {1, 3}) {
-      for (int64_t D : {1, 7, 64, 512}) {
-        for (DType dt : testing::kFloatDTypes) {
-          for (bool rotate : {false, true}) {
-            SCOPED_TRACE(::testing::Message() << "T=" << T << " H=" << H << " D=" << D
-                                              << " w=" << DTypeName(dt) << " rotate=" << rotate);
-            const int64_t Hk = H == 1 ? 1 : H - 1;
-            const std::vector<float> inv = InvFreq(D, 1e4, D / 2);
-            std::vector<int32_t> pos(static_cast<size_t>(T));
-            for (int64_t t = 0; t < T; ++t) pos[static_cast<size_t>(t)] = 1000 * t + 3;
-            const StoredTensor wq(RandomFloats(D, ++seed, -0.5f, 2.0f), dt, {D}, true);
-            const StoredTensor wk(RandomFloats(D, ++seed, -0.5f, 2.0f), dt, {D}, false);
-            Parts x{RandomFloats(T * H * D, ++seed, -3.0f, 3.0f),
-                    RandomFloats(T * Hk * D, ++seed, -3.0f, 3.0f),
-                    RandomFloats(T * Hk * D, ++seed, -3.0f, 3.0f)};
-            Parts ref = x;
-            const float* f = rotate ? inv.data() : nullptr;
-            const TensorView wqv = wq.view(), wkv = wk.view();
-            ref::NormRope(pool, ref.Args(&wqv, &wkv, pos.data(), T, H, Hk, D, f));
-            cpu(pool, x.Args(&wqv, &wkv, pos.data(), T, H, Hk, D, f));
-            EXPECT_LE(MaxRowError(x.q, ref.q, D), 1e-5);
-            EXPECT_LE(MaxRowError(x.k, ref.k, D), 1e-5);
-            EXPECT_LE(MaxRowError(x.v, ref.v, D), 1e-5);
-          }
-        }
-      }
-    }
-  }
-}
-
 // One head of D = 4 by hand: the norm, then pair (0, 2) rotated by 0.5 rad, pair (1, 3) not; a
 // second part with rope = false and no weight is only normalized, in the same call.
-TEST(NormRopeTest, RefIsNormThenRotation) {
+TEST(NormRopeContract, RefIsNormThenRotation) {
   ThreadPool pool(1);
   std::vector<float> x = {1.0f, -2.0f, 3.0f, 0.5f};
   std::vector<float> v = x;
@@ -95,7 +66,7 @@ TEST(NormRopeTest, RefIsNormThenRotation) {
 
 // With kv the op also stores k and v, once final, in their cache slots: the CPU table's op
 // against ref::NormRope then ref::KvWrite (a plain copy, bit for bit).
-TEST(NormRopeTest, KvWriteStoresTheFinalKAndV) {
+TEST(NormRopeContract, KvWriteStoresTheFinalKAndV) {
   ThreadPool pool(2);
   const NormRopeFn cpu = GetOpTable(BackendKind::kCpu).norm_rope;
   const int64_t T = 2, H = 2, Hk = 1, D = 8, capacity = 4;

@@ -1,14 +1,9 @@
-// cuda::NormRope against ref::NormRope (ref::RmsNorm per head, then ref::Rope): one to three
-// parts per launch (a layer's q, k and v: v without weight or rotation), weights
-// none/F32/BF16/F16, the default and the proportional RoPE (zeros in inv_freq), no rotation
-// (inv_freq null), odd T and H, head dims 1 to 512 (odd ones keep their last element
-// unrotated), positions up to 131071. With KV writes (NormRopeArgs::kv) on device buffers: the
-// launch's own cache stores against NormRope then KvWrite, bit for bit (a ring slot, a full
-// cache, a skipped negative position and one past the capacity, a write of some of the rows,
-// a batch of one-row writes into two caches, and a write the launch cannot take, which runs
-// as KvWrite). The norm's f32 sum of squares is cuda::RmsNorm's (~2e-5
-// of |x| at worst, rms_norm_test.cc) and the rotation is f64 as in the ref: tolerance 3e-5 of
-// the head's largest |ref|.
+// The NormRope cases (kernels/norm_rope_test.h) on the CUDA device; and KV writes in the
+// launch (NormRopeArgs::kv) on device buffers: the launch's own cache stores against NormRope
+// then KvWrite, bit for bit (a ring slot, a full cache, a skipped negative position and one past
+// the capacity, a write of some of the rows, a batch of one-row writes into two caches, and a
+// write the launch cannot take, which runs as KvWrite). Tolerance 3e-5 of the head's largest
+// |ref| (the norm's f32 sum of squares, rms_norm_test.h).
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -18,10 +13,19 @@
 #include "kernels/cuda/cuda_test_util.h"
 #include "kernels/cuda/device_buffers.h"
 #include "kernels/cuda/staged_ops.h"
+#include "kernels/norm_rope_test.h"
 #include "kernels/ref/kernels.h"
 #include "kernels/test_util.h"
 
-namespace g4::cuda {
+namespace g4 {
+namespace testing {
+
+INSTANTIATE_TEST_SUITE_P(Cuda, NormRopeTest, ::testing::ValuesIn(cuda::staged::OpBackends()),
+                         OpBackendName);
+
+}  // namespace testing
+
+namespace cuda {
 namespace {
 
 using g4::testing::InvFreq;
@@ -31,50 +35,6 @@ using g4::testing::StoredTensor;
 using testing::CudaOpTest;
 
 class CudaNormRopeTest : public CudaOpTest {};
-
-TEST_F(CudaNormRopeTest, MatchesRefForEveryWeightDTypeAndRope) {
-  const std::optional<DType> wtypes[] = {std::nullopt, DType::kF32, DType::kBF16, DType::kF16};
-  std::mt19937 rng(7);
-  uint32_t seed = 10;
-  for (int64_t T : {1, 5}) {
-    for (int64_t H : {1, 3, 8}) {
-      for (int64_t D : {1, 2, 33, 256, 512}) {
-        for (int rope = 0; rope < 3; ++rope) {  // none, default, proportional
-          const std::optional<DType> wt = wtypes[(seed / 3) % 4];
-          const int count = 1 + static_cast<int>(seed % 3);  // q; q, k; q, k, v
-          SCOPED_TRACE(::testing::Message() << "T=" << T << " H=" << H << " D=" << D
-                                            << " rope=" << rope << " parts=" << count
-                                            << " w=" << (wt ? DTypeName(*wt) : "none"));
-          const std::vector<float> inv = rope == 2 ? InvFreq(D, 1e6, D / 8)
-                                                   : InvFreq(D, 1e4, D / 2);
-          std::vector<int32_t> pos(static_cast<size_t>(T));
-          std::uniform_int_distribution<int32_t> pd(0, 131071);
-          for (auto& p : pos) p = pd(rng);
-          const StoredTensor w(RandomFloats(D, ++seed, -0.5f, 2.0f), wt.value_or(DType::kF32),
-                               {D}, false);
-          const TensorView wv = wt ? w.view() : TensorView{};
-          const int64_t heads[kMaxNormRopeParts] = {H, (H + 1) / 2, (H + 1) / 2};
-          std::vector<float> x[kMaxNormRopeParts], ref[kMaxNormRopeParts];
-          NormRopeArgs a, r;
-          a.positions = r.positions = pos.data();
-          a.T = r.T = T, a.D = r.D = D, a.eps = r.eps = 1e-6f;
-          a.inv_freq = r.inv_freq = rope == 0 ? nullptr : inv.data();
-          for (int p = 0; p < count; ++p) {
-            x[p] = RandomFloats(T * heads[p] * D, ++seed, -3.0f, 3.0f);
-            ref[p] = x[p];
-            const bool v = p == 2;  // the values: no weight, no rotation
-            a.Add(x[p].data(), v ? nullptr : &wv, heads[p], !v);
-            r.Add(ref[p].data(), v ? nullptr : &wv, heads[p], !v);
-          }
-          ref::NormRope(pool_, r);
-          staged::Ops().norm_rope(pool_, a);
-          for (int p = 0; p < count; ++p) EXPECT_LE(MaxRowError(x[p], ref[p], D), 3e-5) << p;
-          ReleaseDeviceMemory();  // w dies here: the next w may reuse its address (kernels.h)
-        }
-      }
-    }
-  }
-}
 
 // A write of rows [first, first + C) into cache `cache` (0 or 1); first = -1: a write the launch
 // cannot take (its k and v start half a row in), which runs as its own KvWrite.
@@ -172,4 +132,5 @@ TEST_F(CudaNormRopeTest, KvWritesInTheLaunchAreNormRopeThenKvWrite) {
 }
 
 }  // namespace
-}  // namespace g4::cuda
+}  // namespace cuda
+}  // namespace g4

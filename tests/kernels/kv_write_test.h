@@ -1,0 +1,88 @@
+// KvWrite (ops/kv_write.h) on every backend (op_backend.h) against its contract written out:
+// odd row sizes (smaller and larger than a CUDA block's threads), a ring that wraps (window 8),
+// full-attention slots (window 0), and skipped rows (a negative position, a slot past the
+// capacity). The caches start random with positions 1000 + slot, so a slot written by mistake,
+// or one left unwritten, shows. A copy: the results are bit for bit.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/op_backend.h"
+#include "kernels/test_util.h"
+
+namespace g4::testing {
+
+struct KvCase {
+  std::string name;
+  int64_t row, capacity;
+  int32_t window;
+  std::vector<int32_t> pos;
+};
+
+inline std::vector<KvCase> KvCases() {
+  return {
+      {"window 0, row 37", 37, 20, 0, {3, 4, 5, 6, 7}},
+      {"ring wraps, row 301", 301, 8, 8, {6, 7, 8, 9, 10, 11}},
+      {"ring, row 1, one row", 1, 8, 8, {13}},
+      // -1: skipped; 25 >= capacity 20: skipped; the rest written.
+      {"skipped rows, row 129", 129, 20, 0, {-1, 2, 25, 19, -7, 0}},
+      // A ring over fewer slots than its window (capacity 5, window 8): slots 5..7 skipped.
+      {"ring past capacity, row 64", 64, 5, 8, {4, 5, 6, 7, 8}},
+  };
+}
+
+struct KvCaches {
+  std::vector<float> k, v;
+  std::vector<int32_t> pos;
+};
+
+inline KvCaches KvInitial(const KvCase& c, uint32_t seed) {
+  KvCaches h;
+  h.k = RandomFloats(c.capacity * c.row, seed);
+  h.v = RandomFloats(c.capacity * c.row, seed + 1);
+  for (int64_t s = 0; s < c.capacity; ++s) h.pos.push_back(static_cast<int32_t>(1000 + s));
+  return h;
+}
+
+// The contract of ops/kv_write.h, written out.
+inline void KvExpected(const KvCase& c, const std::vector<float>& k, const std::vector<float>& v,
+              KvCaches* h) {
+  for (size_t r = 0; r < c.pos.size(); ++r) {
+    const int32_t p = c.pos[r];
+    if (p < 0) continue;
+    const int64_t slot = c.window > 0 ? p % c.window : p;
+    if (slot >= c.capacity) continue;
+    for (int64_t i = 0; i < c.row; ++i) {
+      h->k[static_cast<size_t>(slot * c.row + i)] = k[r * static_cast<size_t>(c.row) + i];
+      h->v[static_cast<size_t>(slot * c.row + i)] = v[r * static_cast<size_t>(c.row) + i];
+    }
+    h->pos[static_cast<size_t>(slot)] = p;
+  }
+}
+
+class KvWriteTest : public OpBackendTest {};
+
+TEST_P(KvWriteTest, MatchesTheContract) {
+  uint32_t seed = 700;
+  for (const KvCase& c : KvCases()) {
+    SCOPED_TRACE(c.name);
+    const int64_t C = static_cast<int64_t>(c.pos.size());
+    const std::vector<float> k = RandomFloats(C * c.row, ++seed);
+    const std::vector<float> v = RandomFloats(C * c.row, ++seed);
+    const KvCaches start = KvInitial(c, ++seed);
+    KvCaches want = start, h = start;
+    KvExpected(c, k, v, &want);
+    KvWriteArgs a;
+    a.k = k.data(), a.v = v.data(), a.pos = c.pos.data();
+    a.C = C, a.row = c.row, a.window = c.window, a.capacity = c.capacity;
+    a.k_cache = h.k.data(), a.v_cache = h.v.data(), a.pos_cache = h.pos.data();
+    ops().kv_write(pool(), a);
+    EXPECT_EQ(h.k, want.k);
+    EXPECT_EQ(h.v, want.v);
+    EXPECT_EQ(h.pos, want.pos);
+  }
+}
+
+}  // namespace g4::testing
