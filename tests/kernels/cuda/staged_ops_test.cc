@@ -1,19 +1,31 @@
-// The host-pointer wrappers around the heavy ops (kernels/cuda/staged_ops.cc over the cuda::dev
-// ops of device_ops.cc): cuda::MatMul with host pointers for F32/BF16/F16 and int4-group weights
-// (uploaded once, converted to the compute dtype), an int8 weight sent to the CPU kernel (the
-// dev op's host fallback), and cuda::Attention with host pointers, all against the ref kernels
-// on odd shapes. Matmul tolerance: 1e-5 of sum_k |x_k w_nk| (f32
-// accumulation vs f64); attention: 1e-5 absolute (values in [-1, 1]).
+// The MatMul and Attention cases (kernels/matmul_test.h, kernels/attention_test.h) on the CUDA
+// device through its host-pointer adapter (staged_ops.h); cuda/matmul_test.cc and
+// cuda/attention_test.cc are the device-pointer kernels' own tests, which emu/run.sh builds
+// alone. And the adapter's MatMul: F32/BF16/F16 and int4-group weights uploaded once (converted
+// to the compute dtype), an int8 weight sent to the CPU kernel (the dev op's host fallback).
+// Matmul tolerance: 1e-5 of sum_k |x_k w_nk| (f32 accumulation vs f64).
 #include <cmath>
 #include <vector>
 
 #include "kernels/cuda/cuda_test_util.h"
+#include "kernels/attention_test.h"
 #include "kernels/cuda/staged_ops.h"
+#include "kernels/matmul_test.h"
 #include "kernels/ref/kernels.h"
 #include "kernels/test_util.h"
 #include "ops/quantize.h"
 
-namespace g4::cuda {
+namespace g4 {
+namespace testing {
+
+INSTANTIATE_TEST_SUITE_P(Cuda, MatMulTest, ::testing::ValuesIn(cuda::staged::OpBackends()),
+                         OpBackendName);
+INSTANTIATE_TEST_SUITE_P(Cuda, AttentionTest, ::testing::ValuesIn(cuda::staged::OpBackends()),
+                         OpBackendName);
+
+}  // namespace testing
+
+namespace cuda {
 namespace {
 
 using testing::CudaOpTest;
@@ -64,27 +76,6 @@ TEST_F(CudaStagedOpsTest, MatMulInt4OnDeviceInt8OnTheHost) {
   }
 }
 
-TEST_F(CudaStagedOpsTest, AttentionMatchesRefAtBothGemmaHeadDims) {
-  uint32_t seed = 100;
-  for (int64_t head_dim : {256, 512}) {
-    for (int64_t T : {1, 5}) {
-      SCOPED_TRACE(::testing::Message() << "head_dim=" << head_dim << " T=" << T);
-      testing::AttentionCase c(T, head_dim, 1.0f, &seed);
-      AttentionArgs a = c.args;
-      std::vector<float> ref(static_cast<size_t>(c.out_size())), out(ref.size());
-      a.out = ref.data();
-      ref::Attention(pool_, a);
-      a.out = out.data();
-      staged::Ops().attention(pool_, a);
-      double worst = 0.0;
-      for (size_t i = 0; i < out.size(); ++i) {
-        const double e = std::fabs(static_cast<double>(out[i]) - ref[i]);
-        if (!(e <= worst)) worst = std::isnan(e) ? INFINITY : e;
-      }
-      EXPECT_LE(worst, 1e-5);
-    }
-  }
-}
-
 }  // namespace
-}  // namespace g4::cuda
+}  // namespace cuda
+}  // namespace g4
