@@ -1,9 +1,7 @@
-// g4::cpu::Moe (experts grouped by expert over cpu::MatMul) against g4::ref::Moe (row by row,
-// f64) on random inputs of odd sizes, the three float weight dtypes and pools of 1 and 3
-// threads, and on quantized expert stacks (GGUF blocks, int4 groups), decode rows (experts side
-// by side, one thread each) and batches; cpu::MoeQ8a against the experts' own int8-activation
-// matmuls (ref::MatMulQ8a); separate gate and up stacks give the fused stack's result; experts
-// nobody chose are never read; and the router's tie order is torch.topk's.
+// The Moe cases (moe_test.h) on the CPU kernels, pools of 1 and 3 threads on every Highway
+// target this machine runs; and the CPU's own: cpu::MoeQ8a against the experts' own
+// int8-activation matmuls (ref::MatMulQ8a); separate gate and up stacks giving exactly the fused
+// stack's result; which stacks get panels; and the router's tie order, torch.topk's.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -14,11 +12,18 @@
 #include "gtest/gtest.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/ref/kernels.h"
+#include "kernels/moe_test.h"
 #include "kernels/moe_test_util.h"
 #include "kernels/test_util.h"
 #include "ops/matmul_q8a.h"
 
 namespace g4 {
+namespace testing {
+
+INSTANTIATE_TEST_SUITE_P(Cpu, MoeTest, ::testing::ValuesIn(CpuOpBackends()), OpBackendName);
+
+}  // namespace testing
+
 namespace {
 
 using testing::QuantStack;
@@ -34,79 +39,6 @@ MoeArgs StackArgs(const std::vector<float>& logits, const std::vector<float>& x,
   a.logits = logits.data(), a.x = x.data(), a.gate_up = &gate_up, a.down = &down;
   a.per_expert_scale = &scale.view(), a.R = R, a.top_k = k;
   return a;
-}
-
-struct Experts {
-  Experts(int64_t E, int64_t H, int64_t I, DType dtype, uint32_t seed)
-      : gate_up(RandomFloats(E * 2 * I * H, seed, -0.3f, 0.3f), dtype, {E, 2 * I, H}, true),
-        down(RandomFloats(E * H * I, seed + 1, -0.3f, 0.3f), dtype, {E, H, I}, false),
-        scale(RandomFloats(E, seed + 2, 0.5f, 1.5f), DType::kF32, {E}, false) {}
-  MoeArgs Args(const std::vector<float>& logits, const std::vector<float>& x, int64_t R, int k,
-               float* out) const {
-    MoeArgs a = StackArgs(logits, x, gate_up.view(), down.view(), scale, R, k);
-    a.out = out;
-    return a;
-  }
-  StoredTensor gate_up, down, scale;
-};
-
-class MoeTest : public ::testing::TestWithParam<std::tuple<DType, int>> {};
-
-TEST_P(MoeTest, CpuMatchesRef) {
-  const auto [dtype, threads] = GetParam();
-  ThreadPool pool(threads);
-  uint32_t seed = 11;
-  // E, k, H, I: odd sizes, top-1, k = E, and more rows than experts.
-  for (const auto& [E, k, H, I] : std::vector<std::tuple<int64_t, int, int64_t, int64_t>>{
-           {5, 2, 19, 7}, {8, 3, 64, 16}, {3, 3, 33, 9}, {7, 1, 17, 5}}) {
-    const Experts ex(E, H, I, dtype, seed);
-    for (int64_t R : {1, 4, 17}) {
-      SCOPED_TRACE("E=" + std::to_string(E) + " k=" + std::to_string(k) + " H=" +
-                   std::to_string(H) + " I=" + std::to_string(I) + " R=" + std::to_string(R));
-      const std::vector<float> logits = RandomFloats(R * E, seed + 3, -3.0f, 3.0f);
-      const std::vector<float> x = RandomFloats(R * H, seed + 4, -2.0f, 2.0f);
-      std::vector<float> out(static_cast<size_t>(R * H)), ref(out.size());
-      ref::Moe(pool, ex.Args(logits, x, R, k, ref.data()));
-      cpu::Moe(pool, ex.Args(logits, x, R, k, out.data()));
-      EXPECT_LE(testing::MaxRowError(out, ref, H), 2e-5);
-      seed += 10;
-    }
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(DTypesPools, MoeTest,
-                         ::testing::Combine(::testing::ValuesIn(testing::kFloatDTypes),
-                                            ::testing::Values(1, 3)),
-                         testing::ParamNames());
-
-// GGUF expert stacks ([in, out, n_expert] blocks along H for gate/up, along I for down), W4A16
-// int4 groups and int8 groups: cpu::Moe reads the slices ExpertRows cuts out as ref::Moe does.
-TEST(MoeTest, QuantizedExpertsMatchRef) {
-  ThreadPool pool(3);
-  for (const auto& [kind, H, I] : std::vector<std::tuple<QuantKind, int64_t, int64_t>>{
-           {QuantKind::kQ4_0, 64, 32}, {QuantKind::kQ8_0, 96, 32},
-           {QuantKind::kQ6_K, 256, 256}, {QuantKind::kInt4Group, 64, 96},
-           {QuantKind::kInt8Group, 32, 64}}) {
-    const int64_t E = 5;
-    const int k = 3;  // R = 1 with 3 threads: the experts side by side
-    const QuantStack gu =
-        QuantizeStack(RandomFloats(E * 2 * I * H, 3, -0.3f, 0.3f), {E, 2 * I, H}, kind);
-    const QuantStack dn = QuantizeStack(RandomFloats(E * H * I, 4, -0.3f, 0.3f), {E, H, I}, kind);
-    const StoredTensor scale(RandomFloats(E, 5, 0.5f, 1.5f), DType::kF32, {E}, false);
-    for (int64_t R : {1, 7}) {
-      SCOPED_TRACE("kind " + std::to_string(static_cast<int>(kind)) + " H=" + std::to_string(H) +
-                   " R=" + std::to_string(R));
-      const std::vector<float> logits = RandomFloats(R * E, 6, -3.0f, 3.0f);
-      const std::vector<float> x = RandomFloats(R * H, 7, -2.0f, 2.0f);
-      MoeArgs a = StackArgs(logits, x, gu.view, dn.view, scale, R, k);
-      std::vector<float> out(static_cast<size_t>(R * H)), ref(out.size());
-      a.out = out.data();
-      cpu::Moe(pool, a);
-      a.out = ref.data();
-      ref::Moe(pool, a);
-      EXPECT_LE(testing::MaxRowError(out, ref, H), 2e-5);
-    }
-  }
 }
 
 // What MoeQ8a must compute: the routing, then each chosen expert's matmuls with int8
@@ -135,7 +67,7 @@ std::vector<float> MoeOverQ8aMatMuls(const MoeArgs& a) {
 // packed into panels as the loader packs them (where this CPU packs the kind: each expert's
 // slice reads its own panels). Its distance from the f32 kernel (cpu::Moe) is printed: the
 // tolerance sits well below it, so the test tells the two paths apart.
-TEST(MoeTest, Q8aMatchesTheExpertsInt8ActivationMatmuls) {
+TEST(MoeCpu, Q8aMatchesTheExpertsInt8ActivationMatmuls) {
   for (const auto& [kind, H, I] : std::vector<std::tuple<QuantKind, int64_t, int64_t>>{
            {QuantKind::kQ4_0, 96, 64}, {QuantKind::kQ8_0, 160, 32}, {QuantKind::kQ6_K, 256, 256}}) {
     const int64_t E = 6;
@@ -190,7 +122,7 @@ TEST(MoeTest, Q8aMatchesTheExpertsInt8ActivationMatmuls) {
 // W4A16 stacks (int4 groups of 32) take int8 activations only as the Q4_0 panels the loader packs
 // (kernels/cpu/matmul_q8a_int4.h): packed, MoeQ8a is the experts' int8-activation matmuls on
 // them (far from the f32 Moe); as stored, MoeQ8a is the f32 Moe bit for bit.
-TEST(MoeTest, Int4StacksTakeInt8ActivationsOnlyOnPanels) {
+TEST(MoeCpu, Int4StacksTakeInt8ActivationsOnlyOnPanels) {
   const int64_t E = 6, H = 96, I = 64;
   const int k = 3;
   const QuantStack gu = QuantizeStack(RandomFloats(E * 2 * I * H, 23, -0.3f, 0.3f),
@@ -231,7 +163,7 @@ TEST(MoeTest, Int4StacksTakeInt8ActivationsOnlyOnPanels) {
 
 // llama.cpp's other layout, ffn_gate_exps + ffn_up_exps: the same experts as two [E, I, H]
 // stacks give exactly the fused [E, 2I, H] stack's output, on both kernels.
-TEST(MoeTest, SeparateGateAndUpStacksEqualTheFusedStack) {
+TEST(MoeCpu, SeparateGateAndUpStacksEqualTheFusedStack) {
   const int64_t E = 6, H = 23, I = 9;
   ThreadPool pool(2);
   const std::vector<float> fused = RandomFloats(E * 2 * I * H, 8, -0.3f, 0.3f);
@@ -266,7 +198,7 @@ TEST(MoeTest, SeparateGateAndUpStacksEqualTheFusedStack) {
 
 // A stack whose experts do not start on a 16-row panel is left as stored (a slice could not
 // find its panels); one whose experts do is packed where the CPU packs the kind.
-TEST(MoeTest, OnlyStacksOfWholePanelsArePacked) {
+TEST(MoeCpu, OnlyStacksOfWholePanelsArePacked) {
   ThreadPool pool(1);
   const QuantStack odd =
       QuantizeStack(RandomFloats(3 * 24 * 64, 21), {3, 24, 64}, QuantKind::kQ4_0);
@@ -276,20 +208,6 @@ TEST(MoeTest, OnlyStacksOfWholePanelsArePacked) {
   const TensorView flat(whole.view.data, whole.view.dtype, {96, 64}, whole.view.quant);
   EXPECT_EQ(cpu::PackQ8aWeight(pool, whole.view).panels != nullptr,
             cpu::PackQ8aWeight(pool, flat).panels != nullptr);
-}
-
-TEST(MoeTest, UnchosenExpertsAreNeverRead) {
-  const int64_t H = 21, R = 9;
-  ThreadPool pool(2);
-  testing::UnchosenNanCase c(6, H, 11, R);
-  MoeArgs a = c.args;
-  std::vector<float> out(static_cast<size_t>(R * H)), ref(out.size());
-  a.out = out.data();
-  cpu::Moe(pool, a);
-  a.out = ref.data();
-  ref::Moe(pool, a);
-  for (float v : out) ASSERT_TRUE(std::isfinite(v));
-  EXPECT_LE(testing::MaxRowError(out, ref, H), 2e-5);
 }
 
 // The experts torch.topk (2.13.0, CPU) returned for rows of equal probabilities, recorded with

@@ -1,7 +1,7 @@
-// The MatMul and Attention cases (kernels/matmul_test.h, kernels/attention_test.h) on the CUDA
-// device through its host-pointer adapter (staged_ops.h); cuda/matmul_test.cc and
-// cuda/attention_test.cc are the device-pointer kernels' own tests, which emu/run.sh builds
-// alone. And the adapter's MatMul: F32/BF16/F16 and int4-group weights uploaded once (converted
+// The MatMul (float and quantized weights) and Attention cases (kernels/matmul_test.h,
+// matmul_quant_test.h, attention_test.h) on the CUDA device through its host-pointer adapter
+// (staged_ops.h); cuda/matmul_test.cc, matmul_quant_test.cc and attention_test.cc are the
+// device-pointer kernels' own tests, which emu/run.sh builds alone. And the adapter's MatMul: F32/BF16/F16 and int4-group weights uploaded once (converted
 // to the compute dtype), an int8 weight sent to the CPU kernel (the dev op's host fallback).
 // Matmul tolerance: 1e-5 of sum_k |x_k w_nk| (f32 accumulation vs f64).
 #include <cmath>
@@ -10,6 +10,7 @@
 #include "kernels/cuda/cuda_test_util.h"
 #include "kernels/attention_test.h"
 #include "kernels/cuda/staged_ops.h"
+#include "kernels/matmul_quant_test.h"
 #include "kernels/matmul_test.h"
 #include "kernels/ref/kernels.h"
 #include "kernels/test_util.h"
@@ -19,6 +20,8 @@ namespace g4 {
 namespace testing {
 
 INSTANTIATE_TEST_SUITE_P(Cuda, MatMulTest, ::testing::ValuesIn(cuda::staged::OpBackends()),
+                         OpBackendName);
+INSTANTIATE_TEST_SUITE_P(Cuda, QuantMatMulTest, ::testing::ValuesIn(cuda::staged::OpBackends()),
                          OpBackendName);
 INSTANTIATE_TEST_SUITE_P(Cuda, AttentionTest, ::testing::ValuesIn(cuda::staged::OpBackends()),
                          OpBackendName);
