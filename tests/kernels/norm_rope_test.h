@@ -38,8 +38,9 @@ TEST_P(NormRopeTest, MatchesRefForEveryWeightDTypeAndRope) {
           std::vector<int32_t> pos(static_cast<size_t>(T));
           std::uniform_int_distribution<int32_t> pd(0, 131071);
           for (auto& p : pos) p = pd(rng);
+          const bool misalign = (seed & 1) != 0;  // the weight one element in
           const StoredTensor w(RandomFloats(D, ++seed, -0.5f, 2.0f), wt.value_or(DType::kF32),
-                               {D}, (seed & 1) != 0);
+                               {D}, misalign);
           const TensorView wv = wt ? w.view() : TensorView{};
           const int64_t heads[kMaxNormRopeParts] = {H, (H + 1) / 2, (H + 1) / 2};
           std::vector<float> x[kMaxNormRopeParts], ref[kMaxNormRopeParts];

@@ -64,6 +64,22 @@ inline double MaxScaledError(const std::vector<float>& y, const std::vector<floa
   return worst;
 }
 
+// max over outputs of |y - ref| / sum_k |x w|: a matmul's error on the scale of its terms.
+inline double MatMulError(const TensorView& w, const std::vector<float>& x, int64_t T,
+                          const std::vector<float>& y, const std::vector<float>& ref) {
+  const int64_t N = w.dim(0), K = w.dim(1);
+  double worst = 0.0;
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t n = 0; n < N; ++n) {
+      double mag = 1e-30;
+      for (int64_t k = 0; k < K; ++k) mag += std::fabs(x[t * K + k] * w.at(n * K + k));
+      const double e = std::fabs(y[t * N + n] - ref[t * N + n]) / mag;
+      if (!(e <= worst)) worst = std::isnan(e) ? INFINITY : e;
+    }
+  }
+  return worst;
+}
+
 // n values uniform in [lo, hi), deterministic for a seed.
 inline std::vector<float> RandomFloats(int64_t n, uint32_t seed, float lo = -1.0f,
                                        float hi = 1.0f) {
