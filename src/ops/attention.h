@@ -27,7 +27,8 @@ struct AttentionArgs {
   float* out = nullptr;            // [T, n_heads, head_dim]
 };
 
-using AttentionFn = void (*)(ThreadPool& pool, const AttentionArgs& args);
+using AttentionOp = void(ThreadPool& pool, const AttentionArgs& args);
+using AttentionFn = AttentionOp*;
 
 // Several sequences' attention as one op (a decode step's items): each of items[0..count) as
 // AttentionFn computes it. Every item has the same n_heads, n_kv_heads, head_dim, window and
@@ -40,7 +41,8 @@ struct AttentionBatchArgs {
   int count = 0;
 };
 
-using AttentionBatchFn = void (*)(ThreadPool& pool, const AttentionBatchArgs& batch);
+using AttentionBatchOp = void(ThreadPool& pool, const AttentionBatchArgs& batch);
+using AttentionBatchFn = AttentionBatchOp*;
 
 // The batch as one kAttend per item: the ref and CPU ops.
 template <AttentionFn kAttend>

@@ -52,6 +52,9 @@ const char* MatVecName(MatVec m);  // "exact" | "q8"
 // "exact" | "q8"; InvalidArgument naming the accepted values otherwise.
 StatusOr<MatVec> ParseMatVec(const std::string& name);
 
+// One backend's ops. Each op header writes the op's signature once, as a function type (XOp) and
+// a pointer to it (XFn); every backend declares its kernels with the type (`XOp X;`). Which
+// kernel or composition fills each field is each backend's (GetOpTable).
 struct OpTable {
   MatMulFn matmul = nullptr;
   GroupedMatMulFn grouped_matmul = nullptr;

@@ -7,6 +7,8 @@
 #include "core/thread_pool.h"
 
 namespace g4 {
-using AddFn = void (*)(ThreadPool& pool, const float* a, const float* b, int64_t n, float* out);
-using ScaleFn = void (*)(ThreadPool& pool, float* x, int64_t n, float s);
+using AddOp = void(ThreadPool& pool, const float* a, const float* b, int64_t n, float* out);
+using AddFn = AddOp*;
+using ScaleOp = void(ThreadPool& pool, float* x, int64_t n, float s);
+using ScaleFn = ScaleOp*;
 }  // namespace g4

@@ -9,6 +9,7 @@
 #include "core/thread_pool.h"
 
 namespace g4 {
-using EmbedFn = void (*)(ThreadPool& pool, const TensorView& table, const int32_t* ids, int64_t T,
-                         float scale, float* out);
+using EmbedOp = void(ThreadPool& pool, const TensorView& table, const int32_t* ids, int64_t T,
+                     float scale, float* out);
+using EmbedFn = EmbedOp*;
 }  // namespace g4

@@ -11,6 +11,7 @@
 #include "core/thread_pool.h"
 
 namespace g4 {
-using GeluMulFn = void (*)(ThreadPool& pool, const float* gate, const float* up, int64_t R,
-                           int64_t n, int64_t up_stride, float* out);
+using GeluMulOp = void(ThreadPool& pool, const float* gate, const float* up, int64_t R, int64_t n,
+                       int64_t up_stride, float* out);
+using GeluMulFn = GeluMulOp*;
 }  // namespace g4

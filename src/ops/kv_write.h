@@ -44,6 +44,7 @@ struct KvWriteArgs {
   int32_t* pos_cache = nullptr;  // [capacity]
 };
 
-using KvWriteFn = void (*)(ThreadPool& pool, const KvWriteArgs& args);
+using KvWriteOp = void(ThreadPool& pool, const KvWriteArgs& args);
+using KvWriteFn = KvWriteOp*;
 
 }  // namespace g4

@@ -12,8 +12,8 @@
 #include "ops/gelu.h"
 
 namespace g4 {
-using MatMulFn = void (*)(ThreadPool& pool, const TensorView& w, const float* x, int64_t T,
-                          float* y);
+using MatMulOp = void(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y);
+using MatMulFn = MatMulOp*;
 
 // GroupedMatMul: y[i] = x @ w[i]^T for i < count, weights that read the same x (a layer's q, k
 // and v projections; the MLP's gate and up), each pair as in MatMul. One op because a device
@@ -31,8 +31,8 @@ struct MatMulGroup {
   const float* gelu_up = nullptr;  // [T rows of N, gelu_up_stride apart] or null
   int64_t gelu_up_stride = 0;
 };
-using GroupedMatMulFn = void (*)(ThreadPool& pool, const MatMulGroup& g, const float* x,
-                                 int64_t T);
+using GroupedMatMulOp = void(ThreadPool& pool, const MatMulGroup& g, const float* x, int64_t T);
+using GroupedMatMulFn = GroupedMatMulOp*;
 
 // A group decomposed into its parts, for a backend (or a path) that gains nothing from one call:
 // matmul(w, y) for each weight, then gelu_rows(gate, up, R, n, up_stride, out) (ops/gelu.h) for

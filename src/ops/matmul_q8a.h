@@ -40,7 +40,8 @@ struct PackedWeight {
   std::shared_ptr<const void> panels;
   int64_t panel_rows = 0, panel_bytes = 0;
 };
-using PackWeightFn = PackedWeight (*)(ThreadPool& pool, const TensorView& w);
+using PackWeightOp = PackedWeight(ThreadPool& pool, const TensorView& w);
+using PackWeightFn = PackWeightOp*;
 
 inline void SetPanels(const PackedWeight& p, TensorView* w) {
   w->quant.panels = p.panels.get();

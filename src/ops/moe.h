@@ -43,7 +43,8 @@ struct MoeArgs {
   int64_t width() const { return down->dim(2); }  // I
 };
 
-using MoeFn = void (*)(ThreadPool& pool, const MoeArgs& args);
+using MoeOp = void(ThreadPool& pool, const MoeArgs& args);
+using MoeFn = MoeOp*;
 
 using MoeRouteQueue = std::vector<std::pair<float, int64_t>>;  // (probability, expert)
 

@@ -51,7 +51,8 @@ struct NormRopeArgs {
   }
 };
 
-using NormRopeFn = void (*)(ThreadPool& pool, const NormRopeArgs& args);
+using NormRopeOp = void(ThreadPool& pool, const NormRopeArgs& args);
+using NormRopeFn = NormRopeOp*;
 
 // The op as its steps, for a backend without a fused kernel: norm(x, w, rows) in place for
 // each part (w empty: no weight; rows = T * H), then rotate(x, H) where the part rotates, then

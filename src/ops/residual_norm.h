@@ -32,7 +32,8 @@ struct ResidualNormArgs {
   const float* proj_in = nullptr;         // [R, K] its input, not overlapping x
 };
 
-using ResidualNormFn = void (*)(ThreadPool& pool, const ResidualNormArgs& args);
+using ResidualNormOp = void(ThreadPool& pool, const ResidualNormArgs& args);
+using ResidualNormFn = ResidualNormOp*;
 
 // The op as its parts, for a backend (or a path) without the fused kernel: matmul(w, in, R, y)
 // for the projection when there is one, then norm(args) with proj cleared.

@@ -9,6 +9,7 @@
 #include "core/thread_pool.h"
 
 namespace g4 {
-using RmsNormFn = void (*)(ThreadPool& pool, const float* x, const TensorView& w, int64_t R,
-                           int64_t D, float eps, float* out);
+using RmsNormOp = void(ThreadPool& pool, const float* x, const TensorView& w, int64_t R, int64_t D,
+                       float eps, float* out);
+using RmsNormFn = RmsNormOp*;
 }  // namespace g4

@@ -11,6 +11,7 @@
 #include "core/thread_pool.h"
 
 namespace g4 {
-using RopeFn = void (*)(ThreadPool& pool, float* x, const int32_t* positions, int64_t T, int64_t H,
-                        int64_t D, const float* inv_freq);
+using RopeOp = void(ThreadPool& pool, float* x, const int32_t* positions, int64_t T, int64_t H,
+                    int64_t D, const float* inv_freq);
+using RopeFn = RopeOp*;
 }  // namespace g4

@@ -7,5 +7,6 @@
 #include "core/thread_pool.h"
 
 namespace g4 {
-using SoftcapFn = void (*)(ThreadPool& pool, float* x, int64_t n, float cap);
+using SoftcapOp = void(ThreadPool& pool, float* x, int64_t n, float cap);
+using SoftcapFn = SoftcapOp*;
 }  // namespace g4

@@ -1,6 +1,7 @@
 // CPU kernels: Highway SIMD with runtime ISA dispatch (the best target the running CPU
 // supports, chosen once), multithreaded on the caller's ThreadPool. Each is tested against its
-// ref twin (tests/kernels/). Contracts: see the op headers in src/ops/ (same file stems).
+// ref twin (tests/kernels/). Contracts: see the op headers in src/ops/ (same file stems), whose
+// signature types (MatMulOp ...) declare the kernels here.
 // Ops without a CPU kernel here (rope) use the ref kernel.
 #pragma once
 
@@ -42,33 +43,30 @@ int64_t SupportedTargetBits();
 double MeasureReadBandwidth(ThreadPool& pool, size_t bytes, int passes);
 double MeasureFmaPeak(ThreadPool& pool, double seconds);
 
-void MatMul(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y);
+MatMulOp MatMul;
 // MatMul for quantized w (w.quantized()); MatMul calls it. Exposed for tests and benchmarks.
-void QuantMatMul(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y);
+MatMulOp QuantMatMul;
 // MatMul for GGUF block weights (IsGgufBlock(w.quant.kind), matmul_gguf.cc); MatMul calls it.
-void GgufMatMul(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y);
+MatMulOp GgufMatMul;
 // MatMulQ8a (ops/matmul_q8a.h, matmul_q8a.cc): MatMul with int8 activations where defined.
-void MatMulQ8a(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y);
+MatMulOp MatMulQ8a;
 // The integer-dot path MatMulQ8a takes on this CPU now: "vnni512", "avx2" or "scalar".
 const char* MatMulQ8aKernel();
 // MatMulQ8a's load-time layout of w (PackWeightFn, ops/matmul_q8a.h): 16-row panels of Q4_0 /
 // Q5_0 / Q8_0 / Q6_K rows (matmul_q8a_packed.h) where the vnni512 path runs, of all but Q6_K
 // where avx2 runs, and of int4 groups of 32 as Q4_0 (matmul_q8a_int4.h) on both; null otherwise.
-PackedWeight PackQ8aWeight(ThreadPool& pool, const TensorView& w);
-void RmsNorm(ThreadPool& pool, const float* x, const TensorView& w, int64_t R, int64_t D, float eps,
-             float* out);
-void Attention(ThreadPool& pool, const AttentionArgs& a);
-void GeluMul(ThreadPool& pool, const float* gate, const float* up, int64_t R, int64_t n,
-             int64_t up_stride, float* out);
-void Softcap(ThreadPool& pool, float* x, int64_t n, float cap);
-void Embed(ThreadPool& pool, const TensorView& table, const int32_t* ids, int64_t T, float scale,
-           float* out);
-void Add(ThreadPool& pool, const float* a, const float* b, int64_t n, float* out);
-void Scale(ThreadPool& pool, float* x, int64_t n, float s);
-void ResidualNorm(ThreadPool& pool, const ResidualNormArgs& a);
+PackWeightOp PackQ8aWeight;
+RmsNormOp RmsNorm;
+AttentionOp Attention;
+GeluMulOp GeluMul;
+SoftcapOp Softcap;
+EmbedOp Embed;
+AddOp Add;
+ScaleOp Scale;
+ResidualNormOp ResidualNorm;
 // Experts grouped by expert over cpu::MatMul (moe.cc); MoeQ8a over cpu::MatMulQ8a, for the
 // table with int8 activations.
-void Moe(ThreadPool& pool, const MoeArgs& a);
-void MoeQ8a(ThreadPool& pool, const MoeArgs& a);
+MoeOp Moe;
+MoeOp MoeQ8a;
 
 }  // namespace g4::cpu

@@ -140,7 +140,7 @@ DeviceContext::~DeviceContext() {
 void DeviceContext::Record(Status s) {
   if (!error_.ok()) return;
   LogError("cuda: " + s.message() +
-           " (sticky: later CUDA ops do nothing and report it; host-pointer ops write NaN)");
+           " (sticky: later CUDA ops on this device do nothing and report it)");
   error_ = std::move(s);
 }
 

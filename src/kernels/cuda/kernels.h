@@ -1,5 +1,6 @@
-// The CUDA backend's op functions, with exactly the signatures and contracts of ops/*.h, so
-// ops/backend.cc puts them in an OpTable like the ref and CPU kernels. No CUDA headers here.
+// The CUDA backend's op functions, declared with the signature types of ops/*.h (MatMulOp ...)
+// and their contracts, so ops/backend.cc puts them in an OpTable like the ref and CPU kernels.
+// No CUDA headers here.
 //
 // cuda::dev (the kCuda Backend's table): every float / int32 pointer (x, y, out, ids, positions,
 // inv_freq, AttentionArgs q/k/v/q_pos/k_pos/out) is DeviceMemory(). The ops run on the open
@@ -104,32 +105,28 @@ bool Capturing();
 
 // The ops on DeviceMemory() pointers (see the file comment): the kCuda op table.
 namespace dev {
-void MatMul(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y);
+MatMulOp MatMul;
 // One grouped GEMV launch (matmul.h GemvGroupable: decode rows, weights of one K and storage,
 // all on the device); otherwise one MatMul per weight.
-void GroupedMatMul(ThreadPool& pool, const MatMulGroup& g, const float* x, int64_t T);
-void RmsNorm(ThreadPool& pool, const float* x, const TensorView& w, int64_t R, int64_t D, float eps,
-             float* out);
-void Rope(ThreadPool& pool, float* x, const int32_t* positions, int64_t T, int64_t H, int64_t D,
-          const float* inv_freq);
-void Attention(ThreadPool& pool, const AttentionArgs& a);
+GroupedMatMulOp GroupedMatMul;
+RmsNormOp RmsNorm;
+RopeOp Rope;
+AttentionOp Attention;
 // The items in one launch (AttentionBatchDevice) when their head_dim runs on the device, else
 // one host Attention each.
-void AttentionBatch(ThreadPool& pool, const AttentionBatchArgs& b);
-void GeluMul(ThreadPool& pool, const float* gate, const float* up, int64_t R, int64_t n,
-             int64_t up_stride, float* out);
-void Softcap(ThreadPool& pool, float* x, int64_t n, float cap);
-void Embed(ThreadPool& pool, const TensorView& table, const int32_t* ids, int64_t T, float scale,
-           float* out);
-void Add(ThreadPool& pool, const float* a, const float* b, int64_t n, float* out);
-void Scale(ThreadPool& pool, float* x, int64_t n, float s);
+AttentionBatchOp AttentionBatch;
+GeluMulOp GeluMul;
+SoftcapOp Softcap;
+EmbedOp Embed;
+AddOp Add;
+ScaleOp Scale;
 // KvWrite (ops/kv_write.h) with every pointer in DeviceMemory(): the positions are read on the
 // device, so a recorded step writes the slots of the positions it finds at launch.
-void KvWrite(ThreadPool& pool, const KvWriteArgs& args);
-void ResidualNorm(ThreadPool& pool, const ResidualNormArgs& args);
-void NormRope(ThreadPool& pool, const NormRopeArgs& args);
+KvWriteOp KvWrite;
+ResidualNormOp ResidualNorm;
+NormRopeOp NormRope;
 // Moe with logits, x and out in DeviceMemory(): the routing runs on the device too (moe.cu).
-void Moe(ThreadPool& pool, const MoeArgs& a);
+MoeOp Moe;
 }  // namespace dev
 
 }  // namespace g4::cuda
