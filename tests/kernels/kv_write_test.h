@@ -62,26 +62,42 @@ inline void KvExpected(const KvCase& c, const std::vector<float>& k, const std::
   }
 }
 
+// One case's chunk (k, v: [C, row]), the caches it starts from, and what the write must leave.
+struct KvRun {
+  std::vector<float> k, v;
+  KvCaches start, want;
+  KvRun(const KvCase& c, uint32_t* seed) {
+    const int64_t C = static_cast<int64_t>(c.pos.size());
+    k = RandomFloats(C * c.row, ++*seed);
+    v = RandomFloats(C * c.row, ++*seed);
+    start = want = KvInitial(c, ++*seed);
+    KvExpected(c, k, v, &want);
+  }
+  // The op's arguments over k, v and the caches kc, vc, pc (host or device pointers alike).
+  KvWriteArgs Args(const KvCase& c, const float* kp, const float* vp, const int32_t* pos,
+                   float* kc, float* vc, int32_t* pc) const {
+    KvWriteArgs a;
+    a.k = kp, a.v = vp, a.pos = pos;
+    a.C = static_cast<int64_t>(c.pos.size()), a.row = c.row, a.window = c.window;
+    a.capacity = c.capacity;
+    a.k_cache = kc, a.v_cache = vc, a.pos_cache = pc;
+    return a;
+  }
+};
+
 class KvWriteTest : public OpBackendTest {};
 
 TEST_P(KvWriteTest, MatchesTheContract) {
   uint32_t seed = 700;
   for (const KvCase& c : KvCases()) {
     SCOPED_TRACE(c.name);
-    const int64_t C = static_cast<int64_t>(c.pos.size());
-    const std::vector<float> k = RandomFloats(C * c.row, ++seed);
-    const std::vector<float> v = RandomFloats(C * c.row, ++seed);
-    const KvCaches start = KvInitial(c, ++seed);
-    KvCaches want = start, h = start;
-    KvExpected(c, k, v, &want);
-    KvWriteArgs a;
-    a.k = k.data(), a.v = v.data(), a.pos = c.pos.data();
-    a.C = C, a.row = c.row, a.window = c.window, a.capacity = c.capacity;
-    a.k_cache = h.k.data(), a.v_cache = h.v.data(), a.pos_cache = h.pos.data();
-    ops().kv_write(pool(), a);
-    EXPECT_EQ(h.k, want.k);
-    EXPECT_EQ(h.v, want.v);
-    EXPECT_EQ(h.pos, want.pos);
+    const KvRun run(c, &seed);
+    KvCaches h = run.start;
+    ops().kv_write(pool(), run.Args(c, run.k.data(), run.v.data(), c.pos.data(), h.k.data(),
+                                    h.v.data(), h.pos.data()));
+    EXPECT_EQ(h.k, run.want.k);
+    EXPECT_EQ(h.v, run.want.v);
+    EXPECT_EQ(h.pos, run.want.pos);
   }
 }
 

@@ -168,11 +168,7 @@ TEST(MoeCpu, SeparateGateAndUpStacksEqualTheFusedStack) {
   ThreadPool pool(2);
   const std::vector<float> fused = RandomFloats(E * 2 * I * H, 8, -0.3f, 0.3f);
   std::vector<float> gate, up;
-  for (int64_t e = 0; e < E; ++e) {
-    const auto expert = fused.begin() + e * 2 * I * H;
-    gate.insert(gate.end(), expert, expert + I * H);
-    up.insert(up.end(), expert + I * H, expert + 2 * I * H);
-  }
+  testing::SplitGateUp(fused, E, I, H, &gate, &up);
   const StoredTensor gate_up(fused, DType::kBF16, {E, 2 * I, H}, false);
   const StoredTensor gate_stack(gate, DType::kBF16, {E, I, H}, true);
   const StoredTensor up_stack(up, DType::kBF16, {E, I, H}, false);

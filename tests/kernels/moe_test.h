@@ -96,11 +96,7 @@ TEST_P(MoeTest, SeparateGateAndUpStacksMatchRef) {
   const int64_t E = 6, H = 23, I = 9;
   const std::vector<float> fused = RandomFloats(E * 2 * I * H, 8, -0.3f, 0.3f);
   std::vector<float> gate, up;
-  for (int64_t e = 0; e < E; ++e) {
-    const auto expert = fused.begin() + e * 2 * I * H;
-    gate.insert(gate.end(), expert, expert + I * H);
-    up.insert(up.end(), expert + I * H, expert + 2 * I * H);
-  }
+  SplitGateUp(fused, E, I, H, &gate, &up);
   const StoredTensor gate_stack(gate, DType::kBF16, {E, I, H}, true);
   const StoredTensor up_stack(up, DType::kBF16, {E, I, H}, false);
   const StoredTensor down(RandomFloats(E * H * I, 9, -0.3f, 0.3f), DType::kBF16, {E, H, I},

@@ -48,6 +48,16 @@ inline QuantStack QuantizeStack(const std::vector<float>& v, const std::vector<i
   return q;
 }
 
+// A fused [E, 2I, H] gate_up stack's experts as llama.cpp's other layout: [E, I, H] gate and up.
+inline void SplitGateUp(const std::vector<float>& fused, int64_t E, int64_t I, int64_t H,
+                        std::vector<float>* gate, std::vector<float>* up) {
+  for (int64_t e = 0; e < E; ++e) {
+    const auto expert = fused.begin() + e * 2 * I * H;
+    gate->insert(gate->end(), expert, expert + I * H);
+    up->insert(up->end(), expert + I * H, expert + 2 * I * H);
+  }
+}
+
 // E experts of which 1 and 4 win every one of R rows; the others' bf16 weights are NaN, which no
 // kernel may read (the output must stay finite).
 struct UnchosenNanCase {

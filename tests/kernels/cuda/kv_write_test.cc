@@ -24,11 +24,8 @@ using testing::CudaOpTest;
 using testing::OnDevice;
 using testing::ToHostVector;
 using g4::testing::KvCase;
-using g4::testing::KvCaches;
 using g4::testing::KvCases;
-using g4::testing::KvExpected;
-using g4::testing::KvInitial;
-using g4::testing::RandomFloats;
+using g4::testing::KvRun;
 
 class CudaKvWriteTest : public CudaOpTest {};
 
@@ -36,26 +33,16 @@ TEST_F(CudaKvWriteTest, OnDevicePointersMatchTheContract) {
   uint32_t seed = 700;
   for (const KvCase& c : KvCases()) {
     SCOPED_TRACE(c.name);
-    const int64_t C = static_cast<int64_t>(c.pos.size());
-    const std::vector<float> k = RandomFloats(C * c.row, ++seed);
-    const std::vector<float> v = RandomFloats(C * c.row, ++seed);
-    const KvCaches start = KvInitial(c, ++seed);
-    KvCaches want = start;
-    KvExpected(c, k, v, &want);
-
+    const KvRun run(c, &seed);
     // On DeviceMemory, every pointer a device pointer (the kCuda op).
-    Buffer<float> dk = OnDevice(k), dv = OnDevice(v), dkc = OnDevice(start.k),
-                  dvc = OnDevice(start.v);
-    Buffer<int32_t> dpos = OnDevice(c.pos), dpc = OnDevice(start.pos);
-    KvWriteArgs a;
-    a.k = dk.data(), a.v = dv.data(), a.pos = dpos.data();
-    a.C = C, a.row = c.row, a.window = c.window, a.capacity = c.capacity;
-    a.k_cache = dkc.data(), a.v_cache = dvc.data(), a.pos_cache = dpc.data();
-    dev::KvWrite(pool_, a);
-    EXPECT_EQ(ToHostVector(dkc), want.k);
-    EXPECT_EQ(ToHostVector(dvc), want.v);
-    EXPECT_EQ(ToHostVector(dpc), want.pos);
-
+    Buffer<float> dk = OnDevice(run.k), dv = OnDevice(run.v), dkc = OnDevice(run.start.k),
+                  dvc = OnDevice(run.start.v);
+    Buffer<int32_t> dpos = OnDevice(c.pos), dpc = OnDevice(run.start.pos);
+    dev::KvWrite(pool_, run.Args(c, dk.data(), dv.data(), dpos.data(), dkc.data(), dvc.data(),
+                                 dpc.data()));
+    EXPECT_EQ(ToHostVector(dkc), run.want.k);
+    EXPECT_EQ(ToHostVector(dvc), run.want.v);
+    EXPECT_EQ(ToHostVector(dpc), run.want.pos);
   }
 }
 
