@@ -15,33 +15,12 @@
 
 #include <gtest/gtest.h>
 
+#include "common/temp_path.h"
 #include "loader/safetensors_writer.h"
 
 namespace g4::loader_test {
 
-// A fresh directory under testing::TempDir(), deleted with its contents at scope exit.
-class ScopedTempDir {
- public:
-  ScopedTempDir() {
-    std::string base = ::testing::TempDir();
-    if (base.empty() || base.back() != '/') base += '/';
-    std::string tmpl = base + "g4_loader_XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed for " << tmpl;
-    path_ = tmpl;
-  }
-  ~ScopedTempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  ScopedTempDir(const ScopedTempDir&) = delete;
-  ScopedTempDir& operator=(const ScopedTempDir&) = delete;
-
-  const std::string& path() const { return path_; }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using ScopedTempDir = g4::testing::ScopedTempDir;  // tests/common/temp_path.h
 
 inline void WriteFile(const std::string& path, std::string_view bytes) {
   FILE* f = std::fopen(path.c_str(), "wb");

@@ -16,30 +16,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/temp_path.h"
 #include "tokenizer/gemma4_vocab.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_json.h"
 
 namespace g4::tokenizer_test {
 
-class ScopedTempDir {
- public:
-  ScopedTempDir() {
-    std::random_device rd;
-    path_ = std::filesystem::temp_directory_path() /
-            ("g4_tok_test_" + std::to_string(rd()) + std::to_string(rd()));
-    std::filesystem::create_directories(path_);
-  }
-  ~ScopedTempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string path() const { return path_.string(); }
-  std::string File(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
+using ScopedTempDir = g4::testing::ScopedTempDir;  // tests/common/temp_path.h
 
 inline void WriteFile(const std::string& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
