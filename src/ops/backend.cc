@@ -96,21 +96,9 @@ OpTable WithMatMul(OpTable t) {
 // to the CPU kernels through host copies.
 OpTable MakeCudaTable() {
   OpTable t;
-  t.matmul = cuda::dev::MatMul;
-  t.grouped_matmul = cuda::dev::GroupedMatMul;
-  t.rms_norm = cuda::dev::RmsNorm;
-  t.rope = cuda::dev::Rope;
-  t.attention = cuda::dev::Attention;
-  t.attention_batch = cuda::dev::AttentionBatch;
-  t.gelu_mul = cuda::dev::GeluMul;
-  t.softcap = cuda::dev::Softcap;
-  t.embed = cuda::dev::Embed;
-  t.add = cuda::dev::Add;
-  t.scale = cuda::dev::Scale;
-  t.kv_write = cuda::dev::KvWrite;
-  t.residual_norm = cuda::dev::ResidualNorm;
-  t.norm_rope = cuda::dev::NormRope;
-  t.moe = cuda::dev::Moe;
+#define G4_CUDA_OP(field, Name) t.field = cuda::dev::Name;
+  G4_OPS(G4_CUDA_OP)
+#undef G4_CUDA_OP
   return t;
 }
 #endif

@@ -52,26 +52,23 @@ const char* MatVecName(MatVec m);  // "exact" | "q8"
 // "exact" | "q8"; InvalidArgument naming the accepted values otherwise.
 StatusOr<MatVec> ParseMatVec(const std::string& name);
 
-// One backend's ops. Each op header writes the op's signature once, as a function type (XOp) and
-// a pointer to it (XFn); every backend declares its kernels with the type (`XOp X;`). Which
-// kernel or composition fills each field is each backend's (GetOpTable).
+// The ops of a backend's table, listed once: X(field, Name) for each, its signature the type
+// Name##Op of its op header (ops/<stem>.h), where it is written once too; every backend declares
+// its kernels with that type (`MatMulOp MatMul;`). OpTable's fields come from this list, and so
+// do the tables of a backend that defines every op under the op's name (cuda::dev, the CUDA
+// tests' host-pointer adapter); the ref and CPU tables are compositions, filled field by field.
+#define G4_OPS(X)                                                                          \
+  X(matmul, MatMul) X(grouped_matmul, GroupedMatMul) X(rms_norm, RmsNorm) X(rope, Rope)    \
+  X(attention, Attention) X(attention_batch, AttentionBatch) X(gelu_mul, GeluMul)          \
+  X(softcap, Softcap) X(embed, Embed) X(add, Add) X(scale, Scale) X(kv_write, KvWrite)     \
+  X(residual_norm, ResidualNorm) X(norm_rope, NormRope) X(moe, Moe)
+
+// One backend's ops. moe null: the backend does not run MoE layers (Backend::Moe says so).
 struct OpTable {
-  MatMulFn matmul = nullptr;
-  GroupedMatMulFn grouped_matmul = nullptr;
-  RmsNormFn rms_norm = nullptr;
-  RopeFn rope = nullptr;
-  AttentionFn attention = nullptr;
-  AttentionBatchFn attention_batch = nullptr;
-  GeluMulFn gelu_mul = nullptr;
-  SoftcapFn softcap = nullptr;
-  EmbedFn embed = nullptr;
-  AddFn add = nullptr;
-  ScaleFn scale = nullptr;
-  KvWriteFn kv_write = nullptr;
-  ResidualNormFn residual_norm = nullptr;
-  NormRopeFn norm_rope = nullptr;
+#define G4_OP_FIELD(field, Name) Name##Fn field = nullptr;
+  G4_OPS(G4_OP_FIELD)
+#undef G4_OP_FIELD
   PackWeightFn pack_weight = nullptr;  // null: weights are used as loaded
-  MoeFn moe = nullptr;  // null: the backend does not run MoE layers (Backend::Moe says so)
 };
 
 // The table of one backend. Ops a backend does not implement fall back to the ref kernel (the

@@ -1,5 +1,5 @@
 // The backends the shared op tests run on. An op's test body is written once, against an
-// OpTable of host-pointer ops (`tests/kernels/<op>_cases.h`, a TEST_P on OpBackendTest), and
+// OpTable of host-pointer ops (`tests/kernels/<op>_test.h`, a TEST_P on OpBackendTest), and
 // each test binary instantiates it over its backends: the CPU kernel tests over the CPU table x
 // the Highway targets this machine runs x pools of 1 and 3 threads (CpuOpBackends below), the
 // CUDA tests over the device through its host-pointer adapter (tests/kernels/cuda: opened per

@@ -157,6 +157,11 @@ void GeluMul(ThreadPool& pool, const float* gate, const float* up, int64_t R, in
   Finish(dout, out, total, "gelu_mul");
 }
 
+// Each item staged on its own (the dev op's one launch for them all is not what this tests).
+void AttentionBatch(ThreadPool& pool, const AttentionBatchArgs& b) {
+  for (int i = 0; i < b.count; ++i) Attention(pool, b.items[i]);
+}
+
 void Moe(ThreadPool& pool, const MoeArgs& a) {
   if (a.R <= 0) return;
   const int64_t n = a.R * a.hidden();
@@ -291,20 +296,9 @@ void KvWrite(ThreadPool& pool, const KvWriteArgs& a) {
 const OpTable& Ops() {
   static const OpTable table = [] {
     OpTable t;
-    t.matmul = MatMul;
-    t.grouped_matmul = GroupedMatMul;
-    t.rms_norm = RmsNorm;
-    t.rope = Rope;
-    t.attention = Attention;
-    t.gelu_mul = GeluMul;
-    t.softcap = Softcap;
-    t.embed = Embed;
-    t.add = Add;
-    t.scale = Scale;
-    t.kv_write = KvWrite;
-    t.residual_norm = ResidualNorm;
-    t.norm_rope = NormRope;
-    t.moe = Moe;
+#define G4_STAGED_OP(field, Name) t.field = Name;
+    G4_OPS(G4_STAGED_OP)
+#undef G4_STAGED_OP
     return t;
   }();
   return table;

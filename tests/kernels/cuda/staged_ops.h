@@ -15,7 +15,7 @@
 namespace g4::cuda::staged {
 
 // The ops of kernels/cuda/kernels.h (cuda::dev) on host pointers, as an OpTable (no
-// attention_batch or pack_weight): e.g. staged::Ops().rms_norm(pool, x, w, R, D, eps, out).
+// pack_weight): e.g. staged::Ops().rms_norm(pool, x, w, R, D, eps, out).
 const OpTable& Ops();
 // The device as the shared op tests' backend (op_backend.h): opened for each case (skipped
 // without a device), closed at its end (its error checked), the weight cache released between
