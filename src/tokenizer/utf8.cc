@@ -102,6 +102,21 @@ size_t CompletePrefix(std::string_view s) {
   return n;
 }
 
+size_t IllFormedLength(std::string_view s) {
+  if (s.empty()) return 0;
+  const auto* p = reinterpret_cast<const uint8_t*>(s.data());
+  const LeadInfo li = Lead(p[0]);
+  if (li.length <= 1) return 1;  // ASCII is never ill-formed; callers ask only where it is
+  // The lead and the continuations that still fit its table row.
+  size_t k = 1;
+  while (k < static_cast<size_t>(li.length) && k < s.size()) {
+    const bool fits = k == 1 ? p[1] >= li.lo && p[1] <= li.hi : IsCont(p[k]);
+    if (!fits) break;
+    ++k;
+  }
+  return k;
+}
+
 std::string Sanitize(std::string_view s) {
   std::string out;
   out.reserve(s.size());
@@ -110,7 +125,7 @@ std::string Sanitize(std::string_view s) {
     const size_t n = DecodeOne(s.substr(i));
     if (n == 0) {
       out += "\xEF\xBF\xBD";
-      ++i;
+      i += IllFormedLength(s.substr(i));
     } else {
       out.append(s.data() + i, n);
       i += n;

@@ -27,8 +27,14 @@ bool IsValid(std::string_view s);
 // followed by a non-continuation) count as complete: holding them back would lose them forever.
 size_t CompletePrefix(std::string_view s);
 
-// `s` with every invalid byte replaced by U+FFFD (for output channels that require valid UTF-8,
-// such as JSON).
+// Where `s` does not start with a valid sequence: the length (>= 1) of its maximal ill-formed
+// subpart, the lead byte and the continuations that still fit it (Unicode 3.9, "U+FFFD
+// substitution of maximal subparts").
+size_t IllFormedLength(std::string_view s);
+
+// `s` with every maximal ill-formed subpart replaced by one U+FFFD (as the Unicode standard
+// recommends and nlohmann's dump replaces), for output channels that require valid UTF-8: the
+// server's JSON, a terminal.
 std::string Sanitize(std::string_view s);
 
 }  // namespace g4::utf8

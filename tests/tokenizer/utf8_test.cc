@@ -1,7 +1,12 @@
-// Tests for the strict UTF-8 helpers: what counts as one character, and the streaming boundary.
+// Tests for the strict UTF-8 helpers (the one UTF-8 module: the tokenizer, the server and the
+// tools use it): what counts as one character, validation against the Unicode table of
+// well-formed sequences, U+FFFD replacement per maximal ill-formed subpart, and the streaming
+// hold-back of an incomplete trailing character.
 #include "tokenizer/utf8.h"
 
 #include <gtest/gtest.h>
+
+#include <string>
 
 namespace g4 {
 namespace {
@@ -47,9 +52,36 @@ TEST(Utf8Test, CompletePrefixHoldsBackOnlyCompletableTails) {
   EXPECT_EQ(utf8::CompletePrefix(""), 0u);
 }
 
-TEST(Utf8Test, SanitizeReplacesInvalidBytes) {
-  EXPECT_EQ(utf8::Sanitize("a\xFF" "b"), "a\xEF\xBF\xBD" "b");
+TEST(Utf8Test, SanitizeReplacesEachMaximalIllFormedSubpart) {
+  const std::string kReplacement = "\xEF\xBF\xBD";
   EXPECT_EQ(utf8::Sanitize("ok ▁"), "ok ▁");
+  EXPECT_EQ(utf8::Sanitize("a\xFF" "b"), "a" + kReplacement + "b");
+  // A truncated 3-byte sequence is one subpart: one replacement.
+  EXPECT_EQ(utf8::Sanitize("\xE2\x82" "x"), kReplacement + "x");
+  EXPECT_EQ(utf8::Sanitize("\xC3"), kReplacement);
+  EXPECT_EQ(utf8::Sanitize("\x80\x80"), kReplacement + kReplacement);
+  // A lead whose second byte is out of its row: the lead alone, then the byte on its own.
+  EXPECT_EQ(utf8::Sanitize("\xE0\x80\xAF"), kReplacement + kReplacement + kReplacement);
+  EXPECT_EQ(utf8::Sanitize("\xF0\x9F\x98" "A"), kReplacement + "A");
+  const std::string emoji = "\xF0\x9F\x98\x80";
+  EXPECT_EQ(utf8::Sanitize(emoji), emoji);
+  EXPECT_TRUE(utf8::IsValid(utf8::Sanitize("\xF0\x9F\x98 \xED\xA0\x80 \xC0\xAF")));
+  EXPECT_EQ(utf8::IllFormedLength("\xF0\x9F\x98" "A"), 3u);
+  EXPECT_EQ(utf8::IllFormedLength("\xED\xA0\x80"), 1u);  // a surrogate's second byte is out
+}
+
+TEST(Utf8Test, ValidityAndTheHoldBackOfAnIncompleteTail) {
+  EXPECT_TRUE(utf8::IsValid(""));
+  EXPECT_TRUE(utf8::IsValid("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"));  // é € 😀
+  EXPECT_FALSE(utf8::IsValid("\xC3"));          // truncated
+  EXPECT_FALSE(utf8::IsValid("\xC0\xAF"));      // overlong
+  EXPECT_FALSE(utf8::IsValid("\xED\xA0\x80"));  // surrogate
+  const std::string emoji = "\xF0\x9F\x98\x80";
+  for (size_t cut = 1; cut < emoji.size(); ++cut) {
+    EXPECT_EQ(utf8::CompletePrefix("ab" + emoji.substr(0, cut)), 2u) << "cut " << cut;
+  }
+  EXPECT_EQ(utf8::CompletePrefix("ab" + emoji), 6u);
+  EXPECT_EQ(utf8::CompletePrefix("a\xC3" "b"), 3u);  // can never complete: not held back
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 #include <string>
 #include <utility>
 
-#include "server/openai/utf8.h"
+#include "tokenizer/utf8.h"
 
 namespace g4::openai {
 
@@ -84,14 +84,14 @@ ApiError FromStatus(const Status& status, std::string param) {
 
 nlohmann::ordered_json ToJson(const ApiError& error) {
   nlohmann::ordered_json body;
-  body["message"] = SanitizeUtf8(error.message);
-  body["type"] = SanitizeUtf8(error.type);
+  body["message"] = utf8::Sanitize(error.message);
+  body["type"] = utf8::Sanitize(error.type);
   body["param"] = error.param.empty() ? nlohmann::ordered_json(nullptr)
-                                      : nlohmann::ordered_json(SanitizeUtf8(error.param));
+                                      : nlohmann::ordered_json(utf8::Sanitize(error.param));
   if (error.code_override.empty()) {
     body["code"] = error.status;
   } else {
-    body["code"] = SanitizeUtf8(error.code_override);
+    body["code"] = utf8::Sanitize(error.code_override);
   }
   nlohmann::ordered_json out;
   out["error"] = std::move(body);

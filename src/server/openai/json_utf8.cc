@@ -2,26 +2,19 @@
 
 #include <vector>
 
-#include "server/openai/utf8.h"
+#include "tokenizer/utf8.h"
 
 namespace g4::openai {
 
 std::optional<size_t> FirstInvalidUtf8(std::string_view text) {
   size_t i = 0;
   while (i < text.size()) {
-    const unsigned char b = static_cast<unsigned char>(text[i]);
-    size_t len = 0;
-    if (b < 0x80) {
+    if (static_cast<unsigned char>(text[i]) < 0x80) {
       ++i;
       continue;
-    } else if ((b >> 5) == 0x6) {
-      len = 2;
-    } else if ((b >> 4) == 0xE) {
-      len = 3;
-    } else if ((b >> 3) == 0x1E) {
-      len = 4;
     }
-    if (len == 0 || i + len > text.size() || !IsValidUtf8(text.substr(i, len))) return i;
+    const size_t len = utf8::DecodeOne(text.substr(i));
+    if (len == 0) return i;
     i += len;
   }
   return std::nullopt;
