@@ -3,7 +3,7 @@
 
     scripts/bench_vs_llama.py MODEL.gguf [--contexts 41,512,2048] [--rounds 3] [--threads 2]
                               [--matvec exact,q8] [--decode 64] [--g4 build/g4]
-                              [--g4-model DIR]
+                              [--g4-model DIR] [--kv-dtype f32|bf16|q8]
 
 Each round runs `g4 bench` once per --matvec (prefill of each context from empty; decode of
 --decode tokens after it) and then, when LLAMA_BENCH names a llama-bench binary, llama-bench on
@@ -12,7 +12,9 @@ engines take turns on a machine whose speed drifts. Prints the medians over roun
 with the ratios g4 / llama.cpp, and the read bandwidth g4 measured in each of its runs. Without
 LLAMA_BENCH only g4's columns are printed. Nothing is built or downloaded here: llama.cpp is
 built outside this repository (see docs/speed.md). --g4-model gives g4 another checkpoint of the
-same shapes (a W4A16 directory against llama.cpp's Q4_0 file of the same model).
+same shapes (a W4A16 directory against llama.cpp's Q4_0 file of the same model). --kv-dtype is
+g4's KV cache storage (llama-bench keeps its default, f16). The decode line at the end gives each
+engine's decode at the last context against the first (the depth cost).
 """
 import argparse
 import json
@@ -23,12 +25,12 @@ import sys
 import tempfile
 
 
-def run_g4(g4, model, contexts, decode, threads, matvec):
+def run_g4(g4, model, contexts, decode, threads, matvec, kv_dtype):
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
         subprocess.run(
             [g4, "bench", "--model", model, "--contexts", ",".join(map(str, contexts)),
              "--decode", str(decode), "--threads", str(threads), "--matvec", matvec,
-             "--json", f.name],
+             "--kv-dtype", kv_dtype, "--json", f.name],
             check=True, capture_output=True, text=True)
         j = json.load(open(f.name))
     runs = {r["context"]: r for r in j["runs"]}
@@ -63,6 +65,7 @@ def main():
     ap.add_argument("--matvec", default="exact,q8")
     ap.add_argument("--g4", default="build/g4")
     ap.add_argument("--g4-model", default="", help="g4 reads this instead of MODEL")
+    ap.add_argument("--kv-dtype", default="f32", help="g4's KV cache storage")
     a = ap.parse_args()
     contexts = [int(c) for c in a.contexts.split(",")]
     matvecs = a.matvec.split(",")
@@ -71,7 +74,8 @@ def main():
     llama, bandwidth, roofline = [], [], []
     for r in range(a.rounds):
         for m in matvecs:
-            res, bw, roof = run_g4(a.g4, a.g4_model or a.model, contexts, a.decode, a.threads, m)
+            res, bw, roof = run_g4(a.g4, a.g4_model or a.model, contexts, a.decode, a.threads, m,
+                                   a.kv_dtype)
             g4[m].append(res)
             bandwidth.append(bw)
             roofline.append(roof)
@@ -87,7 +91,7 @@ def main():
         return statistics.median(s[c][i] for s in samples)
 
     g4_model = f" (g4: {os.path.basename(a.g4_model.rstrip('/'))})" if a.g4_model else ""
-    print(f"model {os.path.basename(a.model)}{g4_model}, {a.threads} threads, "
+    print(f"model {os.path.basename(a.model)}{g4_model}, g4 KV {a.kv_dtype}, {a.threads} threads, "
           f"{a.rounds} rounds (medians), decode {a.decode} tokens; g4 read bandwidth "
           f"{min(bandwidth):.1f}-{max(bandwidth):.1f} GB/s, "
           f"roofline {statistics.median(roofline):.1f} tok/s")
@@ -110,6 +114,12 @@ def main():
             print("decode % of roofline: " + ", ".join(
                 f"g4 {m} {100 * med(g4[m], contexts[0], 1) / statistics.median(roofline):.0f}%"
                 for m in matvecs) + f" (context {contexts[0]})")
+            first, last = contexts[0], contexts[-1]
+            depth = [(f"g4 {m}", g4[m]) for m in matvecs]
+            depth += [("llama.cpp", llama)] if llama else []
+            print(f"decode at {last} against {first}: " + ", ".join(
+                f"{name} {100 * (med(s, last, 1) / med(s, first, 1) - 1):+.1f}%"
+                for name, s in depth))
 
 
 if __name__ == "__main__":
