@@ -48,7 +48,7 @@ inline KvCaches KvInitial(const KvCase& c, uint32_t seed) {
 
 // The contract of ops/kv_write.h, written out.
 inline void KvExpected(const KvCase& c, const std::vector<float>& k, const std::vector<float>& v,
-              KvCaches* h) {
+                       KvCaches* h) {
   for (size_t r = 0; r < c.pos.size(); ++r) {
     const int32_t p = c.pos[r];
     if (p < 0) continue;
@@ -73,17 +73,19 @@ struct KvRun {
     start = want = KvInitial(c, ++*seed);
     KvExpected(c, k, v, &want);
   }
-  // The op's arguments over k, v and the caches kc, vc, pc (host or device pointers alike).
-  KvWriteArgs Args(const KvCase& c, const float* kp, const float* vp, const int32_t* pos,
-                   float* kc, float* vc, int32_t* pc) const {
-    KvWriteArgs a;
-    a.k = kp, a.v = vp, a.pos = pos;
-    a.C = static_cast<int64_t>(c.pos.size()), a.row = c.row, a.window = c.window;
-    a.capacity = c.capacity;
-    a.k_cache = kc, a.v_cache = vc, a.pos_cache = pc;
-    return a;
-  }
 };
+
+// The op's arguments for case c over k, v and the caches kc, vc, pc (host or device pointers
+// alike).
+inline KvWriteArgs KvArgs(const KvCase& c, const float* kp, const float* vp, const int32_t* pos,
+                          float* kc, float* vc, int32_t* pc) {
+  KvWriteArgs a;
+  a.k = kp, a.v = vp, a.pos = pos;
+  a.C = static_cast<int64_t>(c.pos.size()), a.row = c.row, a.window = c.window;
+  a.capacity = c.capacity;
+  a.k_cache = kc, a.v_cache = vc, a.pos_cache = pc;
+  return a;
+}
 
 class KvWriteTest : public OpBackendTest {};
 
@@ -93,8 +95,8 @@ TEST_P(KvWriteTest, MatchesTheContract) {
     SCOPED_TRACE(c.name);
     const KvRun run(c, &seed);
     KvCaches h = run.start;
-    ops().kv_write(pool(), run.Args(c, run.k.data(), run.v.data(), c.pos.data(), h.k.data(),
-                                    h.v.data(), h.pos.data()));
+    ops().kv_write(pool(), KvArgs(c, run.k.data(), run.v.data(), c.pos.data(), h.k.data(),
+                                  h.v.data(), h.pos.data()));
     EXPECT_EQ(h.k, run.want.k);
     EXPECT_EQ(h.v, run.want.v);
     EXPECT_EQ(h.pos, run.want.pos);

@@ -67,22 +67,6 @@ class QuantTensor {
   TensorView view_;
 };
 
-// sum_k |x[t, k] * w[n, k]| for every (t, n), w dequantized.
-inline std::vector<double> QuantAbsScale(const TensorView& w, const float* x, int64_t T) {
-  const int64_t N = w.dim(0), K = w.dim(1);
-  std::vector<double> s(static_cast<size_t>(T * N), 0.0);
-  for (int64_t n = 0; n < N; ++n) {
-    std::vector<double> row(static_cast<size_t>(K));
-    for (int64_t k = 0; k < K; ++k) row[k] = std::fabs(w.at(n * K + k));
-    for (int64_t t = 0; t < T; ++t) {
-      double acc = 0.0;
-      for (int64_t k = 0; k < K; ++k) acc += std::fabs(x[t * K + k]) * row[k];
-      s[t * N + n] = acc;
-    }
-  }
-  return s;
-}
-
 // max |y - ref| / scale over every output of `matmul`; NaN (an unwritten output) propagates.
 inline double RunQuantMatMul(MatMulFn matmul, ThreadPool& pool, const TensorView& w, int64_t T,
                              bool misalign, uint32_t seed) {
@@ -93,14 +77,7 @@ inline double RunQuantMatMul(MatMulFn matmul, ThreadPool& pool, const TensorView
   std::vector<float> ref(static_cast<size_t>(T * N));
   matmul(pool, w, x.data(), T, y.data());
   ref::MatMul(pool, w, x.data(), T, ref.data());
-  const std::vector<double> scale = QuantAbsScale(w, x.data(), T);
-  double worst = 0.0;
-  for (int64_t i = 0; i < T * N; ++i) {
-    const double err = std::fabs(static_cast<double>(y.data()[i]) - ref[i]);
-    const double e = scale[i] > 0 ? err / scale[i] : (err > 0 ? INFINITY : 0.0);
-    if (!(e <= worst)) worst = e;
-  }
-  return worst;
+  return MaxErrorOverScale(y.ToVector(T * N), ref, MatMulAbsScale(w, x.data(), T));
 }
 
 class QuantMatMulTest : public OpBackendTest {

@@ -24,7 +24,7 @@ INSTANTIATE_TEST_SUITE_P(Cpu, MatMulTest, ::testing::ValuesIn(CpuOpBackends()), 
 namespace {
 
 using testing::MatMulResult;
-using testing::MaxScaledError;
+using testing::MaxErrorOverScale;
 using testing::RunMatMul;
 
 constexpr double kTol = testing::kMatMulCpuTol;
@@ -34,9 +34,9 @@ constexpr double kTol = testing::kMatMulCpuTol;
 TEST(MatMulComparator, CatchesSmallErrors) {
   ThreadPool pool(2);
   MatMulResult r = RunMatMul(cpu::MatMul, pool, DType::kBF16, 17, 257, 5, false, 5);
-  EXPECT_LE(MaxScaledError(r.y, r.ref, r.scale), kTol / 10);
+  EXPECT_LE(MaxErrorOverScale(r.y, r.ref, r.scale), kTol / 10);
   r.y[23] += static_cast<float>(3 * kTol * r.scale[23]);
-  EXPECT_GT(MaxScaledError(r.y, r.ref, r.scale), kTol);
+  EXPECT_GT(MaxErrorOverScale(r.y, r.ref, r.scale), kTol);
 }
 
 // Weights are widened, not reinterpreted: BF16 1.0 (0x3f80) times x gives x exactly.

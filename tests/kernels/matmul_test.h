@@ -26,34 +26,6 @@ namespace g4::testing {
 
 inline constexpr double kMatMulCpuTol = 1e-5;
 
-// sum_k |x[t, k] * w[n, k]| for every (t, n): the scale of the rounding error of y[t, n].
-inline std::vector<double> AbsScale(const TensorView& w, const float* x, int64_t T) {
-  const int64_t N = w.dim(0), K = w.dim(1);
-  std::vector<double> s(static_cast<size_t>(T * N), 0.0);
-  for (int64_t t = 0; t < T; ++t) {
-    for (int64_t n = 0; n < N; ++n) {
-      double acc = 0.0;
-      for (int64_t k = 0; k < K; ++k) {
-        acc += std::fabs(static_cast<double>(x[t * K + k]) * w.at(n * K + k));
-      }
-      s[t * N + n] = acc;
-    }
-  }
-  return s;
-}
-
-// max over elements of |y - ref| / scale (scale 0 only when the whole row of products is 0).
-inline double MaxScaledError(const std::vector<float>& y, const std::vector<float>& ref,
-                             const std::vector<double>& scale) {
-  double worst = 0.0;
-  for (size_t i = 0; i < y.size(); ++i) {
-    const double err = std::fabs(static_cast<double>(y[i]) - ref[i]);
-    const double e = scale[i] > 0 ? err / scale[i] : (err > 0 ? INFINITY : 0.0);
-    if (!(e <= worst)) worst = e;  // also propagates NaN
-  }
-  return worst;
-}
-
 struct MatMulResult {
   std::vector<float> y, ref;
   std::vector<double> scale;
@@ -69,7 +41,7 @@ inline MatMulResult RunMatMul(MatMulFn matmul, ThreadPool& pool, DType dtype, in
   for (int64_t i = 0; i < T * N; ++i) y.data()[i] = NAN;
   matmul(pool, w.view(), x.data(), T, y.data());
   ref::MatMul(pool, w.view(), x.data(), T, ref.data());
-  return {y.ToVector(T * N), ref, AbsScale(w.view(), x.data(), T)};
+  return {y.ToVector(T * N), ref, MatMulAbsScale(w.view(), x.data(), T)};
 }
 
 class MatMulTest : public OpBackendTest {
@@ -90,7 +62,7 @@ TEST_P(MatMulTest, MatchesRefOnOddShapes) {
             const MatMulResult r =
                 RunMatMul(ops().matmul, pool(), dtype, N, K, T, misalign, seed++);
             WeightDied();  // the next w may reuse its address
-            ASSERT_LE(MaxScaledError(r.y, r.ref, r.scale), tol());
+            ASSERT_LE(MaxErrorOverScale(r.y, r.ref, r.scale), tol());
           }
         }
       }
@@ -110,7 +82,7 @@ TEST_P(MatMulTest, MatchesRefAtModelWidths) {
             RunMatMul(ops().matmul, pool(), dtype, N, K, T, /*misalign=*/true, 77);
         WeightDied();
         // K = 6144 allows a little more f32 rounding: 384 FMAs per lane on 16-lane targets.
-        ASSERT_LE(MaxScaledError(r.y, r.ref, r.scale), 2 * tol());
+        ASSERT_LE(MaxErrorOverScale(r.y, r.ref, r.scale), 2 * tol());
       }
     }
   }

@@ -42,7 +42,7 @@ inline std::vector<OpBackend> CpuOpBackends() {
   for (int threads : {1, 3}) {
     for (const std::string& target : Targets()) {
       OpBackend b;
-      b.name = "threads" + std::to_string(threads) + "_" + target;
+      b.name = ParamPart(threads) + "_" + ParamPart(target);  // as ParamNames writes them
       b.ops = &GetOpTable(BackendKind::kCpu);
       b.threads = threads;
       b.target = target;

@@ -64,20 +64,41 @@ inline double MaxScaledError(const std::vector<float>& y, const std::vector<floa
   return worst;
 }
 
-// max over outputs of |y - ref| / sum_k |x w|: a matmul's error on the scale of its terms.
-inline double MatMulError(const TensorView& w, const std::vector<float>& x, int64_t T,
-                          const std::vector<float>& y, const std::vector<float>& ref) {
+// sum_k |x[t, k] * w[n, k]| for every (t, n), w as ref reads it (dequantized): the scale of the
+// rounding error of a matmul's y[t, n]. x: [T, K]; returns [T, N].
+inline std::vector<double> MatMulAbsScale(const TensorView& w, const float* x, int64_t T) {
   const int64_t N = w.dim(0), K = w.dim(1);
-  double worst = 0.0;
-  for (int64_t t = 0; t < T; ++t) {
-    for (int64_t n = 0; n < N; ++n) {
-      double mag = 1e-30;
-      for (int64_t k = 0; k < K; ++k) mag += std::fabs(x[t * K + k] * w.at(n * K + k));
-      const double e = std::fabs(y[t * N + n] - ref[t * N + n]) / mag;
-      if (!(e <= worst)) worst = std::isnan(e) ? INFINITY : e;
+  std::vector<double> s(static_cast<size_t>(T * N), 0.0);
+  std::vector<double> row(static_cast<size_t>(K));
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t k = 0; k < K; ++k) row[k] = std::fabs(static_cast<double>(w.at(n * K + k)));
+    for (int64_t t = 0; t < T; ++t) {
+      double acc = 0.0;
+      for (int64_t k = 0; k < K; ++k) acc += std::fabs(static_cast<double>(x[t * K + k])) * row[k];
+      s[t * N + n] = acc;
     }
   }
+  return s;
+}
+
+// max over i of |y[i] - ref[i]| / scale[i] (a zero scale, a row of zero products, lets only an
+// exact result pass); NaN anywhere, or a size mismatch, gives infinity.
+inline double MaxErrorOverScale(const std::vector<float>& y, const std::vector<float>& ref,
+                                const std::vector<double>& scale) {
+  if (y.size() != ref.size() || y.size() != scale.size()) return INFINITY;
+  double worst = 0.0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    const double err = std::fabs(static_cast<double>(y[i]) - ref[i]);
+    const double e = scale[i] > 0 ? err / scale[i] : (err > 0 ? INFINITY : 0.0);
+    if (!(e <= worst)) worst = std::isnan(e) ? INFINITY : e;
+  }
   return worst;
+}
+
+// A matmul's error on the scale of its terms: max over outputs of |y - ref| / sum_k |x w|.
+inline double MatMulError(const TensorView& w, const std::vector<float>& x, int64_t T,
+                          const std::vector<float>& y, const std::vector<float>& ref) {
+  return MaxErrorOverScale(y, ref, MatMulAbsScale(w, x.data(), T));
 }
 
 // n values uniform in [lo, hi), deterministic for a seed.

@@ -25,6 +25,7 @@ using testing::OnDevice;
 using testing::ToHostVector;
 using g4::testing::KvCase;
 using g4::testing::KvCases;
+using g4::testing::KvArgs;
 using g4::testing::KvRun;
 
 class CudaKvWriteTest : public CudaOpTest {};
@@ -38,8 +39,8 @@ TEST_F(CudaKvWriteTest, OnDevicePointersMatchTheContract) {
     Buffer<float> dk = OnDevice(run.k), dv = OnDevice(run.v), dkc = OnDevice(run.start.k),
                   dvc = OnDevice(run.start.v);
     Buffer<int32_t> dpos = OnDevice(c.pos), dpc = OnDevice(run.start.pos);
-    dev::KvWrite(pool_, run.Args(c, dk.data(), dv.data(), dpos.data(), dkc.data(), dvc.data(),
-                                 dpc.data()));
+    dev::KvWrite(pool_, KvArgs(c, dk.data(), dv.data(), dpos.data(), dkc.data(), dvc.data(),
+                               dpc.data()));
     EXPECT_EQ(ToHostVector(dkc), run.want.k);
     EXPECT_EQ(ToHostVector(dvc), run.want.v);
     EXPECT_EQ(ToHostVector(dpc), run.want.pos);
