@@ -38,7 +38,7 @@ void QuantizeQ8Blocks(const float* x, int64_t K, int8_t* q, float* d, int32_t* s
       s += v;
     }
     d[b] = db;
-    sum[b] = s;
+    if (sum != nullptr) sum[b] = s;
   }
 }
 

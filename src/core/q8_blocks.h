@@ -13,7 +13,7 @@ inline constexpr int64_t kQ8Block = 32;
 
 // x: [K], K % kQ8Block == 0. Per block b of 32: d[b] = absmax / 127, q = round(x / d) (ties away
 // from zero, as roundf; |q| <= 127), sum[b] = the sum of its 32 q. An all-zero block gets d 0,
-// q 0.
+// q 0. sum may be null (the KV cache's q8 blocks, ops/kv_write.h, keep no sums).
 void QuantizeQ8Blocks(const float* x, int64_t K, int8_t* q, float* d, int32_t* sum);
 
 // The GGUF kinds with an integer dot product against these blocks (ops/matmul_q8a.h): Q4_0,

@@ -24,8 +24,9 @@
 
 namespace g4 {
 
-// Keys/values a chunk of queries attends over: [S, n_kv_heads, head_dim] each, f32 (k, v) or
-// bf16 (k16, v16: a store of KvDtype kBF16), with the absolute position of every entry
+// Keys/values a chunk of queries attends over: [S, n_kv_heads, head_dim] each, f32 (k, v), bf16
+// (k16, v16: a store of KvDtype kBF16) or int8 blocks (k8, v8 with their scales: kQ8, as
+// ops/kv_write.h stores them), with the absolute position of every entry
 // (negative = empty slot). All in the store's Memory.
 // S is the storage's fixed capacity (a ring's window, a growing array's allocated length), not
 // the entries filled: attention skips the empty ones, and a recorded step stays valid.
@@ -36,6 +37,10 @@ struct KvView {
   int64_t S = 0;
   const uint16_t* k16 = nullptr;
   const uint16_t* v16 = nullptr;
+  const int8_t* k8 = nullptr;
+  const int8_t* v8 = nullptr;
+  const float* k_scale8 = nullptr;  // [S, n_kv_heads * head_dim / kQ8Block]
+  const float* v_scale8 = nullptr;
 };
 
 // How a store issues its writes: the backend's KvWrite op (Backend::KvWrite) in the forward

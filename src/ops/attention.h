@@ -3,8 +3,10 @@
 // never from slot order: key s is visible to query t iff k_pos[s] >= 0 (a filled slot),
 // k_pos[s] <= q_pos[t], and, when window > 0, q_pos[t] - k_pos[s] < window.
 // Head dims are any size (Gemma 4 mixes 256 and 512); softmax in f32 (ref: f64).
-// A query that sees no key gets zeros. K/V are f32 (k, v) or bf16 (k16, v16; the other pair
-// null), widened exactly to f32 as they are read; bf16 is the cpu and ref backends' only.
+// A query that sees no key gets zeros. K/V are f32 (k, v), bf16 (k16, v16) or int8 blocks of
+// kQ8Block values with an f32 scale each (k8, v8, k_scale8, v_scale8: value = scale * q, as
+// ops/kv_write.h stores them; head_dim % kQ8Block == 0), the other pointers null, turned into
+// f32 exactly as they are read; bf16 and q8 are the cpu and ref backends' only.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +21,10 @@ struct AttentionArgs {
   const float* v = nullptr;        // [S, n_kv_heads, head_dim]
   const uint16_t* k16 = nullptr;   // [S, n_kv_heads, head_dim] bf16, where k and v are null
   const uint16_t* v16 = nullptr;   // [S, n_kv_heads, head_dim] bf16
+  const int8_t* k8 = nullptr;      // [S, n_kv_heads, head_dim] int8, where k and v are null
+  const int8_t* v8 = nullptr;      // [S, n_kv_heads, head_dim] int8
+  const float* k_scale8 = nullptr;  // [S, n_kv_heads, head_dim / kQ8Block]
+  const float* v_scale8 = nullptr;  // [S, n_kv_heads, head_dim / kQ8Block]
   const int32_t* q_pos = nullptr;  // [T]
   const int32_t* k_pos = nullptr;  // [S]; negative = empty slot
   int64_t T = 0, S = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0;

@@ -114,8 +114,8 @@ Status InitDevice(BackendKind kind, MatVec matvec, KvDtype kv_dtype,
   }
   if (kv_dtype != KvDtype::kF32) {
     return InvalidArgument(std::string("--kv-dtype ") + KvDtypeName(kv_dtype) +
-                           ": the CUDA attention reads f32 K/V only (bf16 K/V run on the cpu and "
-                           "ref backends)");
+                           ": the CUDA attention reads f32 K/V only (bf16 and q8 K/V run on the "
+                           "cpu and ref backends)");
   }
 #ifdef G4_HAS_CUDA
   auto dc = cuda::OpenDevice(0);

@@ -33,21 +33,22 @@ using testing::Layout;
 constexpr double kTol = testing::kAttentionCpuTol;
 
 double RunAndCompare(ThreadPool& pool, Layout layout, const AttentionShape& s, bool misalign,
-                     uint32_t seed, float perturb = 0.0f, bool bf16 = false) {
-  return testing::RunAndCompare(cpu::Attention, pool, layout, s, misalign, seed, perturb, bf16);
+                     uint32_t seed, float perturb = 0.0f, KvDtype dtype = KvDtype::kF32) {
+  return testing::RunAndCompare(cpu::Attention, pool, layout, s, misalign, seed, perturb, dtype);
 }
 
-// Decode against a long cache at Gemma 4 head sizes: many keys per softmax.
+// Decode against a long cache at Gemma 4 head sizes: many keys per softmax, K/V stored in each
+// cache dtype.
 TEST(AttentionLong, DecodeOverLongCache) {
   ThreadPool pool(2);
   for (int64_t D : {256, 512}) {
     for (int32_t window : {0, 512}) {
-      for (bool bf16 : {false, true}) {
+      for (KvDtype dtype : {KvDtype::kF32, KvDtype::kBF16, KvDtype::kQ8}) {
         const AttentionShape s{1, 1500, 8, 1, D, window, 1.0f / std::sqrt(static_cast<float>(D))};
         SCOPED_TRACE("D=" + std::to_string(D) + " window=" + std::to_string(window) +
-                     " bf16=" + std::to_string(bf16));
-        EXPECT_LE(RunAndCompare(pool, Layout::kRing, s, true, 7, 0.0f, bf16), kTol);
-        EXPECT_LE(RunAndCompare(pool, Layout::kPrefill, s, false, 8, 0.0f, bf16), kTol);
+                     " kv=" + KvDtypeName(dtype));
+        EXPECT_LE(RunAndCompare(pool, Layout::kRing, s, true, 7, 0.0f, dtype), kTol);
+        EXPECT_LE(RunAndCompare(pool, Layout::kPrefill, s, false, 8, 0.0f, dtype), kTol);
       }
     }
   }
@@ -59,12 +60,12 @@ TEST(AttentionLong, PrefillOverLongCache) {
   ThreadPool pool(2);
   for (int64_t D : {256, 512}) {
     for (int32_t window : {0, 512}) {
-      for (bool bf16 : {false, true}) {
+      for (KvDtype dtype : {KvDtype::kF32, KvDtype::kBF16, KvDtype::kQ8}) {
         const AttentionShape s{37, 1500, 8, 1, D, window, 1.0f / std::sqrt(static_cast<float>(D))};
         SCOPED_TRACE("D=" + std::to_string(D) + " window=" + std::to_string(window) +
-                     " bf16=" + std::to_string(bf16));
-        EXPECT_LE(RunAndCompare(pool, Layout::kPrefill, s, true, 9, 0.0f, bf16), kTol);
-        EXPECT_LE(RunAndCompare(pool, Layout::kRing, s, false, 10, 0.0f, bf16), kTol);
+                     " kv=" + KvDtypeName(dtype));
+        EXPECT_LE(RunAndCompare(pool, Layout::kPrefill, s, true, 9, 0.0f, dtype), kTol);
+        EXPECT_LE(RunAndCompare(pool, Layout::kRing, s, false, 10, 0.0f, dtype), kTol);
       }
     }
   }

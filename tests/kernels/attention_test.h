@@ -2,8 +2,9 @@
 // 1/16/17/32/256/512, MHA, GQA and MQA, prefill with empty trailing slots, a ring-buffer KV cache
 // whose slot order is not position order, sliding windows (the q - k < window boundary
 // included), random positions with empty slots and queries that see no key (which must get
-// exact zeros), misaligned buffers, K/V stored as f32 or bf16 (the CPU reads the same bf16
-// values as the ref, widened exactly, so the tolerance is the same; a CUDA cache is f32 only).
+// exact zeros), misaligned buffers, K/V stored as f32, bf16 or q8 (the CPU reads the same stored
+// values as the ref, widened exactly (q8: times the block's scale in f32, one rounding), so the
+// tolerance is the same; a CUDA cache is f32 only).
 // Tolerance: |o - ref| <= 5e-6 * max|v| on the CPU. The output is a convex combination of V
 // rows, so its error is max|v| times (the relative error of the softmax weights + the f32
 // rounding of the weighted sum): scores are f32 dot products of ~|s| <= 6 here with ~1e-6
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/q8_blocks.h"
 #include "kernels/op_backend.h"
 #include "kernels/ref/kernels.h"
 #include "kernels/test_util.h"
@@ -91,10 +93,11 @@ inline bool Visible(int32_t qp, int32_t kp, int32_t window) {
 
 // Runs `attention` and the ref; returns max |o - ref| / max|v| and checks that (t, h) rows with
 // no visible key are exactly zero in the output.
-// bf16: K/V handed to both kernels as bf16 (k16, v16), rounded from the same random values.
+// dtype: K/V handed to both kernels as stored in a cache of that dtype (bf16: k16, v16; q8: k8,
+// v8 and their blocks' scales), rounded from the same random values.
 inline double RunAndCompare(AttentionFn attention, ThreadPool& pool, Layout layout,
                             const AttentionShape& s, bool misalign, uint32_t seed,
-                            float perturb = 0.0f, bool bf16 = false) {
+                            float perturb = 0.0f, KvDtype dtype = KvDtype::kF32) {
   std::vector<int32_t> q_pos, k_pos;
   MakePositions(layout, s, seed, &q_pos, &k_pos);
   const FloatBuffer q(RandomFloats(s.T * s.H * s.D, seed + 1), misalign);
@@ -112,12 +115,26 @@ inline double RunAndCompare(AttentionFn attention, ThreadPool& pool, Layout layo
     k16[off + i] = F32ToBf16(k.data()[i]);
     v16[off + i] = F32ToBf16(v.data()[i]);
   }
+  // q8 blocks (head_dim % kQ8Block == 0), the values one byte in when misaligned.
+  const bool q8 = dtype == KvDtype::kQ8;
+  std::vector<int8_t> k8(q8 ? static_cast<size_t>(n_kv + 1) : 0), v8(k8.size());
+  std::vector<float> k_scale(q8 ? static_cast<size_t>(n_kv / kQ8Block) : 0);
+  std::vector<float> v_scale(k_scale.size());
+  if (q8) {
+    QuantizeQ8Blocks(k.data(), n_kv, k8.data() + off, k_scale.data(), nullptr);
+    QuantizeQ8Blocks(v.data(), n_kv, v8.data() + off, v_scale.data(), nullptr);
+  }
 
   AttentionArgs a;
   a.q = q.data();
-  if (bf16) {
+  if (dtype == KvDtype::kBF16) {
     a.k16 = k16.data() + off;
     a.v16 = v16.data() + off;
+  } else if (q8) {
+    a.k8 = k8.data() + off;
+    a.v8 = v8.data() + off;
+    a.k_scale8 = k_scale.data();
+    a.v_scale8 = v_scale.data();
   } else {
     a.k = k.data();
     a.v = v.data();
@@ -179,8 +196,12 @@ TEST_P(AttentionTest, MatchesRef) {
           for (Layout layout :
                {Layout::kPrefill, Layout::kRing, Layout::kRandom, Layout::kAllEmpty}) {
             const bool misalign = (seed & 1) != 0;
-            // Each K/V dtype on about half the cases (a CUDA cache is f32 only).
-            const bool bf16 = (seed & 4) != 0 && !device;
+            // A stored K/V dtype on about half the cases (a CUDA cache is f32 only): q8 where
+            // the heads hold whole blocks, otherwise bf16.
+            KvDtype dtype = KvDtype::kF32;
+            if ((seed & 4) != 0 && !device) {
+              dtype = (seed & 8) != 0 && D % kQ8Block == 0 ? KvDtype::kQ8 : KvDtype::kBF16;
+            }
             // 1/sqrt(D) is the usual scale; Gemma 4 uses 1 (its q/k are RMS-normed), tried on
             // small D where the scores stay in a range where softmax is not one-hot.
             const float scale =
@@ -191,9 +212,9 @@ TEST_P(AttentionTest, MatchesRef) {
                          " T=" + std::to_string(T) + " S=" + std::to_string(S) +
                          " window=" + std::to_string(window) + " scale=" + std::to_string(scale) +
                          " misalign=" + std::to_string(misalign) +
-                         " bf16=" + std::to_string(bf16));
+                         " kv=" + KvDtypeName(dtype));
             ASSERT_LE(RunAndCompare(ops().attention, pool(), layout, s, misalign, seed++,
-                                    0.0f, bf16),
+                                    0.0f, dtype),
                       tol);
           }
         }

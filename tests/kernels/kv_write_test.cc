@@ -1,12 +1,14 @@
 // The KvWrite cases (kv_write_test.h) on the CPU backend's table, and g4::ref::KvWrite (the ref
 // and CPU backends' KvWrite, ops/kv_write.h) by hand: slots from positions, ring wrap, skipped
 // rows, nothing written outside the slots it names; bf16 caches (each value rounded as
-// g4::F32ToBf16) and a base position (slot = position - base).
+// g4::F32ToBf16), q8 caches (each row's blocks as g4::QuantizeQ8Blocks) and a base position
+// (slot = position - base).
 
 #include <cstdint>
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/q8_blocks.h"
 #include "gtest/gtest.h"
 #include "kernels/kv_write_test.h"
 #include "kernels/ref/kernels.h"
@@ -129,6 +131,58 @@ TEST(KvWriteRef, Bf16CacheRoundsEachValueAndBaseShiftsTheSlots) {
   EXPECT_EQ(k[static_cast<size_t>(row)], 1000.0f + 0.0078125f);
   EXPECT_EQ(Bf16ToF32(kc[0]), 1000.0f);
   for (size_t i = 3 * row; i < kc.size(); ++i) EXPECT_EQ(kc[i], 0x7fc0);  // slot 3 untouched
+}
+
+// q8 storage: each row of two blocks quantized as QuantizeQ8Blocks (int8 values and one scale
+// per block of 32), in the slot the ring gives its position; an untouched slot keeps its bytes,
+// and every stored value is within half a step (scale / 2) of the original.
+TEST(KvWriteRef, Q8CacheStoresEachRowsBlocksInItsSlot) {
+  ThreadPool pool(1);
+  const int64_t row = 2 * kQ8Block, capacity = 4, blocks = row / kQ8Block;
+  std::vector<float> k, v;
+  const std::vector<int32_t> pos = {5, 6, 7};  // window 4: slots 1, 2, 3
+  MakeChunk(3, row, &k, &v);
+  for (size_t i = 0; i < k.size(); ++i) k[i] *= 0.001f * static_cast<float>(i % 7);
+  std::vector<int8_t> kc(static_cast<size_t>(capacity * row), 99), vc(kc.size(), 99);
+  std::vector<float> ks(static_cast<size_t>(capacity * blocks), -1.0f), vs(ks.size(), -1.0f);
+  std::vector<int32_t> pc(static_cast<size_t>(capacity), -1);
+  KvWriteArgs a;
+  a.k = k.data();
+  a.v = v.data();
+  a.pos = pos.data();
+  a.C = 3;
+  a.row = row;
+  a.window = 4;
+  a.capacity = capacity;
+  a.k_cache8 = kc.data();
+  a.v_cache8 = vc.data();
+  a.k_scale8 = ks.data();
+  a.v_scale8 = vs.data();
+  a.pos_cache = pc.data();
+  ref::KvWrite(pool, a);
+  EXPECT_EQ(pc, (std::vector<int32_t>{-1, 5, 6, 7}));
+  for (int64_t r = 0; r < 3; ++r) {
+    const int64_t slot = r + 1;
+    std::vector<int8_t> want(static_cast<size_t>(row));
+    std::vector<float> scale(static_cast<size_t>(blocks));
+    QuantizeQ8Blocks(k.data() + r * row, row, want.data(), scale.data(), nullptr);
+    for (int64_t i = 0; i < row; ++i) {
+      const size_t at = static_cast<size_t>(slot * row + i);
+      EXPECT_EQ(kc[at], want[static_cast<size_t>(i)]) << "slot " << slot << " i " << i;
+      const float back = ks[static_cast<size_t>(slot * blocks + i / kQ8Block)] * kc[at];
+      EXPECT_NEAR(back, k[static_cast<size_t>(r * row + i)],
+                  0.5f * ks[static_cast<size_t>(slot * blocks + i / kQ8Block)] + 1e-6f);
+      const float vback = vs[static_cast<size_t>(slot * blocks + i / kQ8Block)] * vc[at];
+      EXPECT_NEAR(vback, v[static_cast<size_t>(r * row + i)],
+                  0.5f * vs[static_cast<size_t>(slot * blocks + i / kQ8Block)] + 1e-6f);
+    }
+    for (int64_t b = 0; b < blocks; ++b) {
+      EXPECT_EQ(ks[static_cast<size_t>(slot * blocks + b)], scale[static_cast<size_t>(b)]);
+    }
+  }
+  for (int64_t i = 0; i < row; ++i) EXPECT_EQ(kc[static_cast<size_t>(i)], 99);  // slot 0
+  EXPECT_EQ(ks[0], -1.0f);
+  EXPECT_EQ(vs[1], -1.0f);
 }
 
 }  // namespace

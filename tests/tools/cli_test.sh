@@ -53,7 +53,7 @@ grep -q "unknown --matvec 'int8' (expected: exact, q8)" "$TMP/bad" || fail "matv
 head -n1 "$TMP/err_kv" | grep -q " kv=bf16" || fail "--kv-dtype bf16 not stated: $(head -n1 "$TMP/err_kv")"
 grep -q "KV cache: .*; bf16; " "$TMP/err_kv" || fail "cache not described as bf16: $(cat "$TMP/err_kv")"
 if "$G4" generate --model "$TMP/m" --ids 2 --kv-dtype f16 >/dev/null 2>"$TMP/bad"; then fail "--kv-dtype f16 accepted"; fi
-grep -q -- "--kv-dtype: KV dtype \"f16\": expected f32 or bf16" "$TMP/bad" || fail "kv-dtype message: $(cat "$TMP/bad")"
+grep -q -- "--kv-dtype: KV dtype \"f16\": expected f32, bf16 or q8" "$TMP/bad" || fail "kv-dtype message: $(cat "$TMP/bad")"
 
 if "$G4" logits --model "$TMP/m" --ids 2,9999 >/dev/null 2>"$TMP/bad"; then fail "out-of-vocab id accepted"; fi
 grep -q "token id 9999 at position 1 is outside the vocabulary" "$TMP/bad" || fail "bad id message: $(cat "$TMP/bad")"

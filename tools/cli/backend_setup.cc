@@ -23,8 +23,9 @@ void AddModelOptions(CLI::App* sub, ModelFlags* flags) {
                   "products against Q4_0 / Q5_0 / Q8_0 / Q4_K / Q6_K, as llama.cpp; on AVX-512 "
                   "VNNI all but Q4_K are repacked at load; cpu and ref)");
   sub->add_option("--kv-dtype", flags->kv_dtype,
-                  "KV cache storage: f32 (default) or bf16 (half the bytes per token, read "
-                  "directly by the attention; cpu and ref; see docs/speed.md for its accuracy)");
+                  "KV cache storage: f32 (default), bf16 (half the bytes per token) or q8 "
+                  "(int8 blocks of 32 with an f32 scale: 28% of f32's bytes), read directly "
+                  "by the attention; cpu and ref; see docs/speed.md for their accuracy");
 }
 
 StatusOr<std::unique_ptr<Backend>> OpenBackend(const std::string& name, int threads,

@@ -178,7 +178,8 @@ double KvBytesPerToken(const ModelInfo& c, int context, KvDtype dtype) {
   double b = 0;
   for (const KvLayout& l : c.layers) {
     const int visible = l.sliding() ? std::min(context, l.window) : context;
-    b += 2.0 * visible * l.n_kv_heads * l.head_dim * static_cast<double>(KvDtypeSize(dtype));
+    b += 2.0 * visible *
+         static_cast<double>(KvRowBytes(dtype, static_cast<int64_t>(l.n_kv_heads) * l.head_dim));
   }
   return b;
 }

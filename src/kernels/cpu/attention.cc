@@ -5,7 +5,8 @@
 // never slot order (the KV cache may be a ring). GQA: query head h reads KV head
 // h / (n_heads / n_kv_heads). Any head_dim (256, 512, odd) works: SIMD over head_dim with a
 // scalar tail. A query that sees no key gets zeros. K/V stored as bf16 are widened in registers
-// (exact), so a bf16 cache is read at half the bytes with the same f32 arithmetic.
+// (exact), so a bf16 cache is read at half the bytes with the same f32 arithmetic; q8 blocks are
+// widened and multiplied by their scale in registers the same way (the f32 of scale * q).
 // Per (token, group of query heads sharing a KV head): gather the visible slots, SIMD dot
 // products 2 keys x up to 8 heads at a time (each K vector loaded once for the group's heads), a
 // two-pass f32 softmax (max, then exp) per head, and SIMD accumulation of the V rows in key
@@ -21,6 +22,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/q8_blocks.h"
 #include "kernels/cpu/export.h"
 #include "kernels/cpu/kernels.h"
 
@@ -50,22 +52,67 @@ constexpr int64_t kPassHeads = HWY_MAX_BYTES >= 64 ? 8 : 4;
 // none at all: 550-562 / 715-763 us; 8 or 16 keys ahead: no better).
 constexpr int64_t kPrefetchKeys = 4;
 
+// One slot's K or V row of one KV head as stored: f32 or bf16 values, or (int8_t) q8 values
+// with their blocks' scales.
+template <class KT>
+struct Row {
+  const KT* p;
+  const float* scale;  // q8 only: [D / kQ8Block]
+};
+
+// A KV head's K or V over all slots: slot s's row starts at base + s * stride (scales: scale +
+// s * scale_stride).
+template <class KT>
+struct Rows {
+  const KT* base;
+  int64_t stride;
+  const float* scale = nullptr;
+  int64_t scale_stride = 0;
+  Row<KT> operator[](int64_t s) const {
+    if constexpr (std::is_same_v<KT, int8_t>) return {base + s * stride, scale + s * scale_stride};
+    return {base + s * stride, nullptr};
+  }
+};
+
+// Lanes(df) values of r from element d (d % Lanes(df) == 0) as f32.
+template <class KT>
+HWY_INLINE VF LoadRow(DF df, Row<KT> r, int64_t d) {
+  if constexpr (std::is_same_v<KT, int8_t>) {
+    const hn::Rebind<int8_t, DF> d8;
+    const hn::Rebind<int32_t, DF> d32;
+    const VF x = hn::ConvertTo(df, hn::PromoteTo(d32, hn::LoadU(d8, r.p + d)));
+    return hn::Mul(x, hn::Set(df, r.scale[d / kQ8Block]));  // a vector never spans two blocks
+  } else {
+    return LoadWidened(df, r.p + d);
+  }
+}
+
+// Element e of r as f32 (the tails).
+template <class KT>
+HWY_INLINE float RowAt(Row<KT> r, int64_t e) {
+  if constexpr (std::is_same_v<KT, int8_t>) {
+    return r.scale[e / kQ8Block] * static_cast<float>(r.p[e]);
+  } else {
+    return WidenScalar(r.p[e]);
+  }
+}
+
 // p[g * p_stride + j] = dot(q[g], k row vis[j]) for the NH heads g and the keys j in [0, nv).
 // Two keys at a time: each K vector is loaded (and widened) once for all NH heads, and the
 // 2 * NH independent accumulators keep the FMA units busy (4 keys x 1 head left them waiting
 // on one dependent chain per key and re-widened every K row for each head). q[g]: [D].
 template <int NH, class KT>
-void Scores(const float* const* q, const KT* kbase, int64_t kv_stride, const int32_t* vis,
-            int64_t nv, int64_t D, float* p, int64_t p_stride) {
+void Scores(const float* const* q, const Rows<KT>& k, const int32_t* vis, int64_t nv, int64_t D,
+            float* p, int64_t p_stride) {
   const DF df;
   const int64_t L = static_cast<int64_t>(hn::Lanes(df));
   for (int64_t j = 0; j < nv; j += 2) {
     const bool two = j + 1 < nv;
-    const KT* HWY_RESTRICT k0 = kbase + vis[j] * kv_stride;
-    const KT* HWY_RESTRICT k1 = two ? kbase + vis[j + 1] * kv_stride : k0;
+    const Row<KT> k0 = k[vis[j]];
+    const Row<KT> k1 = two ? k[vis[j + 1]] : k0;
     // The rows kPrefetchKeys keys ahead, a line for each line read here.
-    const KT* f0 = kbase + vis[std::min(nv - 1, j + kPrefetchKeys)] * kv_stride;
-    const KT* f1 = kbase + vis[std::min(nv - 1, j + kPrefetchKeys + 1)] * kv_stride;
+    const KT* f0 = k[vis[std::min(nv - 1, j + kPrefetchKeys)]].p;
+    const KT* f1 = k[vis[std::min(nv - 1, j + kPrefetchKeys + 1)]].p;
     VF a0[NH], a1[NH];
     for (int g = 0; g < NH; ++g) a0[g] = a1[g] = hn::Zero(df);
     int64_t d = 0;
@@ -74,7 +121,7 @@ void Scores(const float* const* q, const KT* kbase, int64_t kv_stride, const int
         hwy::Prefetch(f0 + d);
         hwy::Prefetch(f1 + d);
       }
-      const VF kv0 = LoadWidened(df, k0 + d), kv1 = LoadWidened(df, k1 + d);
+      const VF kv0 = LoadRow(df, k0, d), kv1 = LoadRow(df, k1, d);
       for (int g = 0; g < NH; ++g) {
         const VF qv = hn::LoadU(df, q[g] + d);
         a0[g] = hn::MulAdd(qv, kv0, a0[g]);
@@ -84,8 +131,8 @@ void Scores(const float* const* q, const KT* kbase, int64_t kv_stride, const int
     for (int g = 0; g < NH; ++g) {
       float s0 = ReduceSum(df, a0[g]), s1 = ReduceSum(df, a1[g]);
       for (int64_t e = d; e < D; ++e) {
-        s0 += q[g][e] * WidenScalar(k0[e]);
-        s1 += q[g][e] * WidenScalar(k1[e]);
+        s0 += q[g][e] * RowAt(k0, e);
+        s1 += q[g][e] * RowAt(k1, e);
       }
       p[g * p_stride + j] = s0;
       if (two) p[g * p_stride + j + 1] = s1;
@@ -98,29 +145,29 @@ void Scores(const float* const* q, const KT* kbase, int64_t kv_stride, const int
 // per line read): each V vector is loaded (and widened) once for all NH heads, whose o rows stay
 // in L1. o[g]: [D].
 template <int NH, class KT>
-void AccumulateV(const float* p, int64_t p_stride, const KT* vbase, int64_t kv_stride,
-                 const int32_t* vis, int64_t nv, int64_t D, float* const* o) {
+void AccumulateV(const float* p, int64_t p_stride, const Rows<KT>& v, const int32_t* vis,
+                 int64_t nv, int64_t D, float* const* o) {
   const DF df;
   const int64_t L = static_cast<int64_t>(hn::Lanes(df));
   for (int64_t j = 0; j < nv; j += 4) {
     const int64_t nk = std::min<int64_t>(4, nv - j);
-    const KT* r[4];
+    Row<KT> r[4];
     float w[NH][4];  // p of each head for the 4 keys; 0 past nv (the row read is a valid one)
     for (int64_t i = 0; i < 4; ++i) {
-      r[i] = vbase + vis[j + std::min(i, nk - 1)] * kv_stride;
+      r[i] = v[vis[j + std::min(i, nk - 1)]];
       for (int g = 0; g < NH; ++g) w[g][i] = i < nk ? p[g * p_stride + j + i] : 0.0f;
     }
     const KT* fr[4];  // the rows kPrefetchKeys keys ahead, a line for each line read here
     for (int64_t i = 0; i < 4; ++i) {
-      fr[i] = vbase + vis[std::min(nv - 1, j + kPrefetchKeys + i)] * kv_stride;
+      fr[i] = v[vis[std::min(nv - 1, j + kPrefetchKeys + i)]].p;
     }
     int64_t d = 0;
     for (; d + L <= D; d += L) {
       if ((d * static_cast<int64_t>(sizeof(KT))) % 64 == 0) {
         for (int64_t i = 0; i < 4; ++i) hwy::Prefetch(fr[i] + d);
       }
-      const VF v0 = LoadWidened(df, r[0] + d), v1 = LoadWidened(df, r[1] + d),
-               v2 = LoadWidened(df, r[2] + d), v3 = LoadWidened(df, r[3] + d);
+      const VF v0 = LoadRow(df, r[0], d), v1 = LoadRow(df, r[1], d), v2 = LoadRow(df, r[2], d),
+               v3 = LoadRow(df, r[3], d);
       for (int g = 0; g < NH; ++g) {
         VF acc = hn::LoadU(df, o[g] + d);
         acc = hn::MulAdd(hn::Set(df, w[g][0]), v0, acc);
@@ -132,8 +179,8 @@ void AccumulateV(const float* p, int64_t p_stride, const KT* vbase, int64_t kv_s
     }
     for (; d < D; ++d) {
       for (int g = 0; g < NH; ++g) {
-        o[g][d] += w[g][0] * WidenScalar(r[0][d]) + w[g][1] * WidenScalar(r[1][d]) +
-                   w[g][2] * WidenScalar(r[2][d]) + w[g][3] * WidenScalar(r[3][d]);
+        o[g][d] += w[g][0] * RowAt(r[0], d) + w[g][1] * RowAt(r[1], d) +
+                   w[g][2] * RowAt(r[2], d) + w[g][3] * RowAt(r[3], d);
       }
     }
   }
@@ -162,29 +209,28 @@ void WithHeads(int64_t n, const F& f) {
 // Scores of the heads g in [0, G) in passes of kPassHeads: p[g * p_stride + j] = dot(q_of(g),
 // K row vis[j]) for j in [0, nv).
 template <class KT, class QOf>
-void HeadScores(int64_t G, const QOf& q_of, const KT* kbase, int64_t kv_stride,
-                const int32_t* vis, int64_t nv, int64_t D, float* p, int64_t p_stride) {
+void HeadScores(int64_t G, const QOf& q_of, const Rows<KT>& k, const int32_t* vis, int64_t nv,
+                int64_t D, float* p, int64_t p_stride) {
   const float* qs[kPassHeads];
   for (int64_t g0 = 0; g0 < G; g0 += kPassHeads) {
     const int64_t n = std::min(kPassHeads, G - g0);
     for (int64_t g = 0; g < n; ++g) qs[g] = q_of(g0 + g);
     WithHeads(n, [&](auto nh) {
-      Scores<decltype(nh)::value>(qs, kbase, kv_stride, vis, nv, D, p + g0 * p_stride, p_stride);
+      Scores<decltype(nh)::value>(qs, k, vis, nv, D, p + g0 * p_stride, p_stride);
     });
   }
 }
 
 // o_of(g) += sum_j p[g * p_stride + j] * V row vis[j] for the heads g in [0, G), in passes.
 template <class KT, class OOf>
-void HeadValues(int64_t G, const float* p, int64_t p_stride, const KT* vbase, int64_t kv_stride,
+void HeadValues(int64_t G, const float* p, int64_t p_stride, const Rows<KT>& v,
                 const int32_t* vis, int64_t nv, int64_t D, const OOf& o_of) {
   float* os[kPassHeads];
   for (int64_t g0 = 0; g0 < G; g0 += kPassHeads) {
     const int64_t n = std::min(kPassHeads, G - g0);
     for (int64_t g = 0; g < n; ++g) os[g] = o_of(g0 + g);
     WithHeads(n, [&](auto nh) {
-      AccumulateV<decltype(nh)::value>(p + g0 * p_stride, p_stride, vbase, kv_stride, vis, nv,
-                                       D, os);
+      AccumulateV<decltype(nh)::value>(p + g0 * p_stride, p_stride, v, vis, nv, D, os);
     });
   }
 }
@@ -232,11 +278,25 @@ struct Partial {
   int64_t nv = 0;
 };
 
-// a's K and V as KT (float or hwy::bfloat16_t): [S, n_kv_heads, D] each.
+// a's K and V as KT (float, hwy::bfloat16_t or int8_t): [S, n_kv_heads, D] each; q8's scales
+// [S, n_kv_heads, D / kQ8Block] each.
 template <class KT>
 struct Kv {
   const KT* k;
   const KT* v;
+  const float* k_scale = nullptr;
+  const float* v_scale = nullptr;
+
+  // KV head kvh's K and V rows (a: [S, n_kv_heads, D]).
+  Rows<KT> K(const AttentionArgs& a, int64_t kvh) const { return Of(a, k, k_scale, kvh); }
+  Rows<KT> V(const AttentionArgs& a, int64_t kvh) const { return Of(a, v, v_scale, kvh); }
+
+ private:
+  static Rows<KT> Of(const AttentionArgs& a, const KT* x, const float* scale, int64_t kvh) {
+    const int64_t D = a.head_dim, blocks = D / kQ8Block;
+    return {x + kvh * D, a.n_kv_heads * D, scale != nullptr ? scale + kvh * blocks : nullptr,
+            a.n_kv_heads * blocks};
+  }
 };
 
 // Query heads [h0, h1) of token t, all reading KV head kvh, over key slots [s0, s1). The heads
@@ -247,9 +307,7 @@ template <class KT>
 void AttendKeys(const AttentionArgs& a, Kv<KT> kv, int64_t t, int64_t kvh, int64_t h0,
                 int64_t h1, int64_t s0, int64_t s1, Scratch& scratch, Partial* part) {
   const int64_t D = a.head_dim, G = h1 - h0;
-  const int64_t kv_stride = a.n_kv_heads * D;  // between slots of one KV head
-  const KT* kbase = kv.k + kvh * D;            // k, v: [S, n_kv_heads, D], column kvh
-  const KT* vbase = kv.v + kvh * D;
+  const Rows<KT> krows = kv.K(a, kvh), vrows = kv.V(a, kvh);
   auto q_of = [&](int64_t g) { return a.q + (t * a.n_heads + h0 + g) * D; };  // q: [T, H, D]
   auto o_of = [&](int64_t g) {
     return part ? part->o + g * D : a.out + (t * a.n_heads + h0 + g) * D;
@@ -277,7 +335,7 @@ void AttendKeys(const AttentionArgs& a, Kv<KT> kv, int64_t t, int64_t kvh, int64
 
   // Scores; p row g belongs to head h0 + g.
   float* p = scratch.p.data();
-  HeadScores(G, q_of, kbase, kv_stride, vis, nv, D, p, nv);
+  HeadScores(G, q_of, krows, vis, nv, D, p, nv);
   // Per head: p = exp(s - max), its sum.
   double denom[64];  // heads per KV head never exceed this (checked by the caller)
   for (int64_t g = 0; g < G; ++g) {
@@ -292,7 +350,7 @@ void AttendKeys(const AttentionArgs& a, Kv<KT> kv, int64_t t, int64_t kvh, int64
     std::memset(o_of(g), 0, static_cast<size_t>(D) * sizeof(float));
   }
   // o_g = sum_j p_gj v_j (/ denom_g), V rows shared by the group's heads.
-  HeadValues(G, p, nv, vbase, kv_stride, vis, nv, D, o_of);
+  HeadValues(G, p, nv, vrows, vis, nv, D, o_of);
   if (part) return;
   for (int64_t g = 0; g < G; ++g) ScaleRow(o_of(g), D, static_cast<float>(1.0 / denom[g]));
 }
@@ -336,9 +394,7 @@ template <class KT>
 void AttendTokenTile(const AttentionArgs& a, Kv<KT> kv, int64_t t0, int64_t t1, int64_t kvh,
                      int64_t h0, int64_t h1, Scratch& scratch) {
   const int64_t D = a.head_dim, G = h1 - h0;
-  const int64_t kv_stride = a.n_kv_heads * D;
-  const KT* kbase = kv.k + kvh * D;  // k, v: [S, n_kv_heads, D], column kvh
-  const KT* vbase = kv.v + kvh * D;
+  const Rows<KT> krows = kv.K(a, kvh), vrows = kv.V(a, kvh);
   // q, out: [T, H, D]; head h0 + g of token t.
   auto row = [&](int64_t t, int64_t g) { return (t * a.n_heads + h0 + g) * D; };
   float m[kTokenTile][64];
@@ -364,8 +420,7 @@ void AttendTokenTile(const AttentionArgs& a, Kv<KT> kv, int64_t t0, int64_t t1, 
         }
       }
       if (nv == 0) continue;
-      HeadScores(G, [&](int64_t g) { return a.q + row(t, g); }, kbase, kv_stride, vis, nv, D, p,
-                 kKeyBlock);
+      HeadScores(G, [&](int64_t g) { return a.q + row(t, g); }, krows, vis, nv, D, p, kKeyBlock);
       for (int64_t g = 0; g < G; ++g) {
         float* pg = p + g * kKeyBlock;
         const float block_max = ScaleScores(pg, nv, a.scale);
@@ -378,8 +433,7 @@ void AttendTokenTile(const AttentionArgs& a, Kv<KT> kv, int64_t t0, int64_t t1, 
         }
         l[t - t0][g] += ExpScores(pg, nv, mg);
       }
-      HeadValues(G, p, kKeyBlock, vbase, kv_stride, vis, nv, D,
-                 [&](int64_t g) { return a.out + row(t, g); });
+      HeadValues(G, p, kKeyBlock, vrows, vis, nv, D, [&](int64_t g) { return a.out + row(t, g); });
     }
   }
   // o / l; a query that saw no key keeps its zeros.
@@ -508,6 +562,9 @@ void AttentionImpl(ThreadPool& pool, const AttentionArgs& a) {
     return Attend(pool, a,
                   Kv<hwy::bfloat16_t>{reinterpret_cast<const hwy::bfloat16_t*>(a.k16),
                                       reinterpret_cast<const hwy::bfloat16_t*>(a.v16)});
+  }
+  if (a.k8 != nullptr) {
+    return Attend(pool, a, Kv<int8_t>{a.k8, a.v8, a.k_scale8, a.v_scale8});
   }
   Attend(pool, a, Kv<float>{a.k, a.v});
 }

@@ -3,14 +3,18 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/q8_blocks.h"
 #include "kernels/ref/kernels.h"
 
 namespace g4::ref {
 namespace {
 
-// Element i of a's K (or V) as f32: f32 or bf16 storage.
-double KvAt(const float* f32, const uint16_t* bf16, int64_t i) {
-  return f32 != nullptr ? f32[i] : Bf16ToF32(bf16[i]);
+// Element i of a's K (or V) as stored: f32, bf16, or int8 times its block's scale.
+double KvAt(const float* f32, const uint16_t* bf16, const int8_t* q8, const float* scale8,
+            int64_t i) {
+  if (f32 != nullptr) return f32[i];
+  if (bf16 != nullptr) return Bf16ToF32(bf16[i]);
+  return static_cast<double>(scale8[i / kQ8Block]) * q8[i];
 }
 
 }  // namespace
@@ -32,7 +36,7 @@ void Attention(ThreadPool&, const AttentionArgs& a) {
         }
         const int64_t k0 = (s * a.n_kv_heads + kvh) * D;
         double dot = 0.0;
-        for (int64_t d = 0; d < D; ++d) dot += q[d] * KvAt(a.k, a.k16, k0 + d);
+        for (int64_t d = 0; d < D; ++d) dot += q[d] * KvAt(a.k, a.k16, a.k8, a.k_scale8, k0 + d);
         scores[s] = dot * a.scale;
         if (scores[s] > max_s) max_s = scores[s];
       }
@@ -45,7 +49,7 @@ void Attention(ThreadPool&, const AttentionArgs& a) {
           const double p = std::exp(scores[s] - max_s);
           denom += p;
           const int64_t v0 = (s * a.n_kv_heads + kvh) * D;
-          for (int64_t d = 0; d < D; ++d) acc[d] += p * KvAt(a.v, a.v16, v0 + d);
+          for (int64_t d = 0; d < D; ++d) acc[d] += p * KvAt(a.v, a.v16, a.v8, a.v_scale8, v0 + d);
         }
       }
       for (int64_t d = 0; d < D; ++d) o[d] = denom > 0 ? static_cast<float>(acc[d] / denom) : 0.0f;

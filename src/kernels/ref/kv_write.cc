@@ -1,6 +1,7 @@
 #include <cstring>
 
 #include "core/dtype.h"
+#include "core/q8_blocks.h"
 #include "kernels/ref/kernels.h"
 
 namespace g4::ref {
@@ -21,6 +22,10 @@ void KvWrite(ThreadPool&, const KvWriteArgs& a) {
         kd[i] = F32ToBf16(k[i]);
         vd[i] = F32ToBf16(v[i]);
       }
+    } else if (a.k_cache8 != nullptr) {
+      const int64_t blocks = a.row / kQ8Block;
+      QuantizeQ8Blocks(k, a.row, a.k_cache8 + slot * a.row, a.k_scale8 + slot * blocks, nullptr);
+      QuantizeQ8Blocks(v, a.row, a.v_cache8 + slot * a.row, a.v_scale8 + slot * blocks, nullptr);
     } else {
       std::memcpy(a.k_cache + slot * a.row, k, row_bytes);
       std::memcpy(a.v_cache + slot * a.row, v, row_bytes);

@@ -138,6 +138,10 @@ Status DecoderPass::Attention(const LayerConfig& l, const LayerWeights& lw,
     args.v = lv[b].v;
     args.k16 = lv[b].k16;
     args.v16 = lv[b].v16;
+    args.k8 = lv[b].k8;
+    args.v8 = lv[b].v8;
+    args.k_scale8 = lv[b].k_scale8;
+    args.v_scale8 = lv[b].v_scale8;
     args.q_pos = d_pos + r0;
     args.k_pos = lv[b].pos;
     args.T = row_begin_[b + 1] - r0;

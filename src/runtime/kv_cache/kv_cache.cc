@@ -30,9 +30,13 @@ StatusOr<std::unique_ptr<SequenceKvCache>> SequenceKvCache::Create(
       return InvalidArgument("KV cache: sliding layer " + std::to_string(l.index) +
                              " has no window");
     }
+    if (!KvHeadFits(dtype, l.head_dim)) {
+      return InvalidArgument("KV cache: layer " + std::to_string(l.index) + " has head_dim " +
+                             std::to_string(l.head_dim) + ", which " + KvDtypeName(dtype) +
+                             " K/V cannot store (q8 needs a multiple of 32)");
+    }
     ++cache->num_cached_layers_;
-    const size_t row_bytes =
-        static_cast<size_t>(l.n_kv_heads) * l.head_dim * KvDtypeSize(dtype) * 2;
+    const size_t row_bytes = KvRowBytes(dtype, static_cast<int64_t>(l.n_kv_heads) * l.head_dim) * 2;
     auto& slot = cache->layers_[static_cast<size_t>(l.index)];
     if (l.sliding()) {
       slot.emplace<RingKvCache>(l.window, l.n_kv_heads, l.head_dim, memory, dtype);

@@ -1,6 +1,8 @@
 // KvRows: the K and V arrays of one cache layer in a Memory, `row` values per entry, stored as
 // the cache's KvDtype. The ring and the growing array share it, so the dtype is decided in one
-// place: which pointers a KvWrite targets (k_cache or k_cache16) and a KvView carries.
+// place: which pointers a KvWrite targets (k_cache, k_cache16 or k_cache8 and its scales) and a
+// KvView carries. A q8 cache keeps its blocks' scales in arrays of their own beside the int8
+// values, entry for entry, so every copy below moves both.
 #pragma once
 
 #include <cstddef>
@@ -15,7 +17,7 @@ namespace g4 {
 class KvRows {
  public:
   KvRows(Memory& memory, KvDtype dtype, int64_t row)
-      : dtype_(dtype), row_(row), k_(memory), v_(memory) {}
+      : dtype_(dtype), row_(row), k_(memory), v_(memory), ks_(memory), vs_(memory) {}
 
   // Room for `entries` entries (contents undefined, as Buffer::Allocate).
   Status Allocate(int64_t entries);
@@ -31,17 +33,25 @@ class KvRows {
   void View(KvView* v) const;
 
   KvDtype dtype() const { return dtype_; }
-  size_t entry_bytes() const { return static_cast<size_t>(row_) * KvDtypeSize(dtype_); }
+  // K or V alone (q8: with its scales).
+  size_t entry_bytes() const { return KvRowBytes(dtype_, row_); }
   // Moves when Allocate reallocates.
   const void* storage() const { return k_.data(); }
   bool empty() const { return k_.size() == 0; }
 
  private:
   Memory& memory() const { return k_.memory(); }
+  // The arrays and the bytes each holds per entry: K and V, then (q8) their scales.
+  struct Plane {
+    Buffer<unsigned char>* buffer;
+    size_t bytes;
+  };
+  int Planes(Plane* out) const;
 
   KvDtype dtype_;
   int64_t row_;
-  Buffer<unsigned char> k_, v_;  // [entries, row] as f32 or bf16
+  Buffer<unsigned char> k_, v_;    // [entries, row] as f32, bf16 or int8
+  Buffer<unsigned char> ks_, vs_;  // q8: [entries, row / kQ8Block] f32 scales; otherwise empty
 };
 
 }  // namespace g4

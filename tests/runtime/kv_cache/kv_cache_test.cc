@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/dtype.h"
+#include "core/q8_blocks.h"
 #include "model/gemma4/config.h"
 #include "ops/backend.h"
 #include "runtime/kv_cache/kv_cache.h"
@@ -151,6 +152,35 @@ TEST(FullKvCacheTest, Bf16ArrayKeepsEveryEntryThroughGrowth) {
   EXPECT_EQ(cache.bytes(), 20u * (2 * 3 * 2 + 4));
 }
 
+// q8 through growth: each copy to a larger array moves the blocks' scales with their values.
+TEST(FullKvCacheTest, Q8ArrayKeepsEveryEntryAndItsScalesThroughGrowth) {
+  const int row = 2 * kQ8Block;
+  FullKvCache cache(2, kQ8Block, /*block_size=*/4, /*max_positions=*/32, HostMemory(),
+                    KvDtype::kQ8);
+  for (int32_t p = 0; p < 13; ++p) {  // grows to 4, 8, 12, 20
+    std::vector<float> k(row), v(row);
+    for (int i = 0; i < row; ++i) {
+      k[i] = KeyValue(p, i);
+      v[i] = -KeyValue(p, i) * (i < kQ8Block ? 1.0f : 0.01f);  // blocks of other scales
+    }
+    auto view = Append(cache, k.data(), v.data(), &p, 1);
+    ASSERT_TRUE(view.ok());
+    ASSERT_EQ(view->k, nullptr);
+    ASSERT_NE(view->k8, nullptr);
+    for (int32_t s = 0; s <= p; ++s) {
+      ASSERT_EQ(view->pos[s], s);
+      for (int i = 0; i < row; ++i) {
+        const float ks = view->k_scale8[s * 2 + i / kQ8Block];
+        const float vs = view->v_scale8[s * 2 + i / kQ8Block];
+        const float want_v = -KeyValue(s, i) * (i < kQ8Block ? 1.0f : 0.01f);
+        EXPECT_NEAR(ks * view->k8[s * row + i], KeyValue(s, i), 0.5f * ks + 1e-6f) << s;
+        EXPECT_NEAR(vs * view->v8[s * row + i], want_v, 0.5f * vs + 1e-6f) << s;
+      }
+    }
+  }
+  EXPECT_EQ(cache.bytes(), 20u * (2 * (row + 2 * 4) + 4));
+}
+
 TEST(RingKvCacheTest, OutOfOrderPositionIsRefused) {
   RingKvCache ring(4, 1, 2);
   std::vector<float> k(2, 0.0f);
@@ -236,19 +266,45 @@ TEST(SequenceKvCacheTest, E2bOnlyFifteenLayersOwnACache) {
   EXPECT_EQ((*half)->bytes_per_token(), 3u * 2 * 512 * 2);
   EXPECT_EQ((*half)->ring_bytes(), 12u * 512 * 2 * 256 * 2);
   EXPECT_THAT((*half)->Describe(), HasSubstr("; bf16; 6144 B/token"));
+  // q8: a byte per value plus an f32 scale per 32 values.
+  auto q8 = SequenceKvCache::Create(KvLayouts(*config), 4096, HostMemory(), KvDtype::kQ8);
+  ASSERT_TRUE(q8.ok());
+  EXPECT_EQ((*q8)->bytes_per_token(), 3u * 2 * (512 + 16 * 4));
+  EXPECT_EQ((*q8)->ring_bytes(), 12u * 512 * 2 * (256 + 8 * 4));
+  EXPECT_THAT((*q8)->Describe(), HasSubstr("; q8; 3456 B/token"));
 }
 
-// The tiny preset's layers in one bf16 cache of 64 positions, each K/V value its position.
+// q8 stores whole blocks of 32 per head: a head of another size is refused up front, naming the
+// layer, not rounded into its neighbour's block.
+TEST(SequenceKvCacheTest, Q8RefusesHeadsThatAreNotWholeBlocks) {
+  SyntheticOptions o;
+  o.preset = "tiny";  // head_dim 16
+  auto config = ParseGemma4Config(nlohmann::json::parse(SyntheticConfig(o)->dump()), nullptr);
+  ASSERT_TRUE(config.ok());
+  auto c = SequenceKvCache::Create(KvLayouts(*config), 64, HostMemory(), KvDtype::kQ8);
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("has head_dim 16"));
+  EXPECT_THAT(c.status().message(), HasSubstr("multiple of 32"));
+}
+
+// The tiny preset's layers in one bf16 (or q8: sliding heads of 32) cache of 64 positions,
+// each K/V value its position.
 struct TinyCache {
-  TinyCache() {
+  explicit TinyCache(KvDtype dtype = KvDtype::kBF16) : dtype(dtype) {
     SyntheticOptions o;
     o.preset = "tiny";
+    if (dtype == KvDtype::kQ8) o.head_dim = 32;
     auto config = ParseGemma4Config(nlohmann::json::parse(SyntheticConfig(o)->dump()), nullptr);
     EXPECT_TRUE(config.ok());
     layouts = KvLayouts(*config);
-    auto c = SequenceKvCache::Create(layouts, 64, HostMemory(), KvDtype::kBF16);
-    EXPECT_TRUE(c.ok());
+    auto c = SequenceKvCache::Create(layouts, 64, HostMemory(), dtype);
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
     cache = std::move(*c);
+  }
+  // The first value of slot s's K in a view of `row` values an entry, as stored.
+  float FirstKey(const KvView& view, int64_t s, int64_t row) const {
+    if (dtype == KvDtype::kQ8) return view.k_scale8[s * row / kQ8Block] * view.k8[s * row];
+    return Bf16ToF32(view.k16[s * row]);
   }
   int64_t RowOf(int layer) const {
     const KvLayout& l = layouts[static_cast<size_t>(layer)];
@@ -279,26 +335,34 @@ struct TinyCache {
       std::map<int32_t, float> m;
       for (int64_t s = 0; s < view->S; ++s) {
         if (view->pos[s] >= 0 && view->pos[s] != next) {
-          m[view->pos[s]] = Bf16ToF32(view->k16[s * row]);
+          m[view->pos[s]] = FirstKey(*view, s, row);
         }
       }
       const int32_t first = l.sliding() ? std::max(0, next + 1 - l.window) : 0;
       ASSERT_EQ(m.size(), static_cast<size_t>(next - first)) << "layer " << l.index;
       for (const auto& [pos, value] : m) {
         EXPECT_GE(pos, first);
-        EXPECT_EQ(value, static_cast<float>(pos)) << "layer " << l.index;
+        // q8 stores p as 127 * (p / 127): exact in bf16 (p < 64), within an f32 rounding in q8.
+        EXPECT_NEAR(value, static_cast<float>(pos), 1e-5f * pos) << "layer " << l.index;
       }
     }
   }
 
+  KvDtype dtype;
   std::vector<KvLayout> layouts;
   std::unique_ptr<SequenceKvCache> cache;
 };
 
 // Prefix reuse: a snapshot puts the rings back where they were (their older positions cannot be
 // rebuilt otherwise) and truncates the full layers; the sequence then continues from there.
-TEST(SequenceKvCacheTest, SnapshotRestoresTheRingsAndTruncatesTheFullLayers) {
-  TinyCache t;
+class SequenceKvCacheDtypeTest : public ::testing::TestWithParam<KvDtype> {};
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, SequenceKvCacheDtypeTest,
+                         ::testing::Values(KvDtype::kBF16, KvDtype::kQ8),
+                         [](const auto& info) { return std::string(KvDtypeName(info.param)); });
+
+TEST_P(SequenceKvCacheDtypeTest, SnapshotRestoresTheRingsAndTruncatesTheFullLayers) {
+  TinyCache t(GetParam());
   SequenceKvCache& cache = *t.cache;
   t.Append(cache, 0, 21);
   auto snap = cache.Snapshot();
@@ -315,8 +379,8 @@ TEST(SequenceKvCacheTest, SnapshotRestoresTheRingsAndTruncatesTheFullLayers) {
 
 // A copy holds what the cache holds and goes its own way; rings that have not wrapped keep
 // any prefix, so both truncate there (the window is 8).
-TEST(SequenceKvCacheTest, CloneAndTruncateWhileTheRingsHaveNotWrapped) {
-  TinyCache t;
+TEST_P(SequenceKvCacheDtypeTest, CloneAndTruncateWhileTheRingsHaveNotWrapped) {
+  TinyCache t(GetParam());
   SequenceKvCache& cache = *t.cache;
   t.Append(cache, 0, 6);
   auto copy = cache.Clone();
