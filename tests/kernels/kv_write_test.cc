@@ -43,8 +43,11 @@ void MakeChunk(int64_t C, int64_t row, std::vector<float>* k, std::vector<float>
   }
 }
 
-KvWriteArgs Args(const std::vector<float>& k, const std::vector<float>& v,
-                 const std::vector<int32_t>& pos, int64_t row, int32_t window, Cache* c) {
+// A KvWrite of the chunk k, v at positions pos into a cache of `capacity` slots (ring of
+// `window` slots, or slot = position - base); the caller points it at the cache's arrays.
+KvWriteArgs ChunkArgs(const std::vector<float>& k, const std::vector<float>& v,
+                      const std::vector<int32_t>& pos, int64_t row, int32_t window, int64_t base,
+                      int64_t capacity, std::vector<int32_t>* pos_cache) {
   KvWriteArgs a;
   a.k = k.data();
   a.v = v.data();
@@ -52,10 +55,19 @@ KvWriteArgs Args(const std::vector<float>& k, const std::vector<float>& v,
   a.C = static_cast<int64_t>(pos.size());
   a.row = row;
   a.window = window;
-  a.capacity = static_cast<int64_t>(c->pos.size());
+  a.base = base;
+  a.capacity = capacity;
+  a.pos_cache = pos_cache->data();
+  return a;
+}
+
+// ChunkArgs into the f32 cache c.
+KvWriteArgs Args(const std::vector<float>& k, const std::vector<float>& v,
+                 const std::vector<int32_t>& pos, int64_t row, int32_t window, Cache* c) {
+  KvWriteArgs a =
+      ChunkArgs(k, v, pos, row, window, /*base=*/0, static_cast<int64_t>(c->pos.size()), &c->pos);
   a.k_cache = c->k.data();
   a.v_cache = c->v.data();
-  a.pos_cache = c->pos.data();
   return a;
 }
 
@@ -106,17 +118,9 @@ TEST(KvWriteRef, Bf16CacheRoundsEachValueAndBaseShiftsTheSlots) {
   std::vector<uint16_t> kc(static_cast<size_t>(capacity * row), 0x7fc0);  // NaN until written
   std::vector<uint16_t> vc(kc.size(), 0x7fc0);
   std::vector<int32_t> pc(static_cast<size_t>(capacity), -1);
-  KvWriteArgs a;
-  a.k = k.data();
-  a.v = v.data();
-  a.pos = pos.data();
-  a.C = 5;
-  a.row = row;
-  a.base = 10;
-  a.capacity = capacity;
+  KvWriteArgs a = ChunkArgs(k, v, pos, row, /*window=*/0, /*base=*/10, capacity, &pc);
   a.k_cache16 = kc.data();
   a.v_cache16 = vc.data();
-  a.pos_cache = pc.data();
   ref::KvWrite(pool, a);
   EXPECT_EQ(pc, (std::vector<int32_t>{10, 11, 12, -1}));
   for (int64_t slot = 0; slot < 3; ++slot) {
@@ -146,19 +150,11 @@ TEST(KvWriteRef, Q8CacheStoresEachRowsBlocksInItsSlot) {
   std::vector<int8_t> kc(static_cast<size_t>(capacity * row), 99), vc(kc.size(), 99);
   std::vector<float> ks(static_cast<size_t>(capacity * blocks), -1.0f), vs(ks.size(), -1.0f);
   std::vector<int32_t> pc(static_cast<size_t>(capacity), -1);
-  KvWriteArgs a;
-  a.k = k.data();
-  a.v = v.data();
-  a.pos = pos.data();
-  a.C = 3;
-  a.row = row;
-  a.window = 4;
-  a.capacity = capacity;
+  KvWriteArgs a = ChunkArgs(k, v, pos, row, /*window=*/4, /*base=*/0, capacity, &pc);
   a.k_cache8 = kc.data();
   a.v_cache8 = vc.data();
   a.k_scale8 = ks.data();
   a.v_scale8 = vs.data();
-  a.pos_cache = pc.data();
   ref::KvWrite(pool, a);
   EXPECT_EQ(pc, (std::vector<int32_t>{-1, 5, 6, 7}));
   for (int64_t r = 0; r < 3; ++r) {
