@@ -30,7 +30,7 @@ namespace g4 {
 enum class KvDtype { kF32, kBF16, kQ8 };
 const char* KvDtypeName(KvDtype t);  // "f32" | "bf16" | "q8"
 // Bytes of one cache entry of `row` values, K or V alone (q8: the int8 values and the scales of
-// their row / kQ8Block blocks). A q8 row needs row % kQ8Block == 0 (KvRowFits).
+// their row / kQ8Block blocks). A q8 row needs row % kQ8Block == 0 (KvHeadFits).
 size_t KvRowBytes(KvDtype t, int64_t row);
 // Whether a head of head_dim values can be stored as t (q8: whole blocks of kQ8Block per head).
 bool KvHeadFits(KvDtype t, int64_t head_dim);
