@@ -124,12 +124,13 @@ TEST_P(CachedVsFullTest, Bf16CacheIsChunkSizeIndependent) {
   ExpectStoredCacheChunkSizeIndependent(GetParam(), KvDtype::kBF16, 5e-3, 5e-2);
 }
 
-// q8 (int8 blocks of 32; tiny's heads of 16 cannot be stored, so 31b-like only): chunk sizes
-// agree to 5e-3 as bf16's (measured <= 2.3e-3, T = 80); a flipped rounding moves a value by a
-// step (1/127 of its block's max). The rounding moves the logits from the full forward's by
-// <= 3.6e-2 (measured), bounded at 8e-2.
+// q8 (int8 blocks of 32; tiny's heads of 16 cannot be stored, so 31b-like only): a flipped
+// rounding moves a value by a step (1/127 of its block's max, twice bf16's relative step), and
+// which values flip depends on the build's f32 order: chunk sizes agree to <= 2.3e-3 in the
+// Release build and <= 7.2e-3 in the ASan one (T = 80), bounded at 2e-2. The rounding moves the
+// logits from the full forward's by <= 3.6e-2 (measured), bounded at 8e-2.
 TEST_P(CachedVsFullTest, Q8CacheIsChunkSizeIndependent) {
-  ExpectStoredCacheChunkSizeIndependent(GetParam(), KvDtype::kQ8, 5e-3, 8e-2);
+  ExpectStoredCacheChunkSizeIndependent(GetParam(), KvDtype::kQ8, 2e-2, 8e-2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, CachedVsFullTest,
