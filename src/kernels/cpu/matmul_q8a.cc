@@ -34,6 +34,7 @@
 #include "kernels/cpu/matmul_q8a_gemm.h"
 #include "kernels/cpu/matmul_q8a_int4.h"
 #include "kernels/cpu/matmul_q8a_packed.h"
+#include "kernels/cpu/q8_blocks.h"
 #include "kernels/cpu/q8a_x86.h"
 #include "ops/matmul_q8a.h"
 
@@ -592,7 +593,7 @@ void QuantizeRow(const Shape& s, Path path, const float* x, QuantX& qx) {
   qx.xq.resize(static_cast<size_t>(K));
   qx.dx.resize(static_cast<size_t>(blocks));
   qx.sx.resize(static_cast<size_t>(blocks));
-  QuantizeQ8Blocks(x, K, qx.xq.data(), qx.dx.data(), qx.sx.data());
+  cpu::QuantizeQ8Blocks(x, K, qx.xq.data(), qx.dx.data(), qx.sx.data());
   if (s.kind == QuantKind::kQ6_K) {
     qx.sx16.assign(static_cast<size_t>(K / 16), 0);
     for (int64_t k = 0; k < K; ++k) {

@@ -7,6 +7,7 @@
 #include "core/dtype.h"
 #include "core/q8_blocks.h"
 #include "kernels/cpu/matmul_q8a_packed.h"
+#include "kernels/cpu/q8_blocks.h"
 
 namespace g4::cpu {
 namespace {
@@ -45,8 +46,8 @@ void MatMulQ8aInt4Rows(ThreadPool& pool, const TensorView& w, const float* x, in
   std::vector<float> dx(static_cast<size_t>(T * groups));
   std::vector<int32_t> sx(static_cast<size_t>(T * groups));
   for (int64_t t = 0; t < T; ++t) {  // x: [T, K], y: [T, N]
-    QuantizeQ8Blocks(x + t * K, K, xq.data() + t * K, dx.data() + t * groups,
-                     sx.data() + t * groups);
+    cpu::QuantizeQ8Blocks(x + t * K, K, xq.data() + t * K, dx.data() + t * groups,
+                          sx.data() + t * groups);
   }
   pool.ParallelFor(N, 16, [&](int64_t b, int64_t e) {
     for (int64_t n = b; n < e; ++n) {

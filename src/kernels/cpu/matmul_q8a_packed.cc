@@ -30,6 +30,7 @@
 #include "core/gguf_blocks.h"
 #include "core/q8_blocks.h"
 #include "kernels/cpu/matmul_q8a_packed_q6k.h"
+#include "kernels/cpu/q8_blocks.h"
 #include "kernels/cpu/q8a_x86.h"
 
 #if defined(__linux__)
@@ -114,7 +115,7 @@ void QuantizeRows(ThreadPool& pool, const Layout& l, const float* x, int64_t T, 
       int8_t* xq = q.xq.data() + t * kp;
       float* dx = q.dx.data() + t * bp;
       int32_t* sx = q.sx.data() + t * bp;
-      QuantizeQ8Blocks(x + t * l.K, l.K, xq, dx, sx);
+      cpu::QuantizeQ8Blocks(x + t * l.K, l.K, xq, dx, sx);
       if (l.blocks < bp) {
         std::memset(xq + l.K, 0, kQ8Block);
         dx[l.blocks] = 0.0f;

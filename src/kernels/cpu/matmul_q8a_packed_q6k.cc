@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/q8_blocks.h"
+#include "kernels/cpu/q8_blocks.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -56,8 +57,8 @@ void QuantizeRows(ThreadPool& pool, const float* x, int64_t T, int64_t K, Q6X& q
   const auto rows = [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       int8_t* xq = q.xq.data() + t * K;
-      QuantizeQ8Blocks(x + t * K, K, xq, q.dx.data() + t * K / kQ8Block,
-                       q.sx.data() + t * K / kQ8Block);
+      cpu::QuantizeQ8Blocks(x + t * K, K, xq, q.dx.data() + t * K / kQ8Block,
+                            q.sx.data() + t * K / kQ8Block);
       int32_t* sx16 = q.sx16.data() + t * K / 16;
       for (int64_t g = 0; g < K / 16; ++g) {
         int32_t s = 0;

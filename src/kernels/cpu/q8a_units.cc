@@ -3,6 +3,7 @@
 #include "kernels/cpu/q8a_units.h"
 
 #include "core/q8_blocks.h"
+#include "kernels/cpu/q8_blocks.h"
 
 namespace g4::cpu {
 namespace {
@@ -13,7 +14,7 @@ void QuantizeRow(const Units& un, const float* x, int64_t K, int64_t t, QuantRow
   int8_t* xq = q.xq.data() + t * K;
   float* dx32 = q.dx32.data() + t * blocks;
   int32_t* sx32 = q.sx32.data() + t * blocks;
-  QuantizeQ8Blocks(x, K, xq, dx32, sx32);
+  cpu::QuantizeQ8Blocks(x, K, xq, dx32, sx32);
   int32_t* start = q.start.data() + t * units;
   float* dx = q.dx.data() + t * units;
   for (int64_t u = 0; u < units; ++u) {
