@@ -44,7 +44,7 @@ AttentionArgs E2bArgs(const float* q, const int32_t* q_pos, const int32_t* k_pos
 
 // One cache's K and V (n values each, value i: kv(i) and -kv(i)) stored as a KvDtype.
 struct StoredKv {
-  StoredKv(KvDtype dtype, int64_t n, int64_t salt) : dtype(dtype) {
+  StoredKv(KvDtype dtype, int64_t n, int64_t salt) {
     std::vector<float> k(static_cast<size_t>(n)), v(k.size());
     for (int64_t i = 0; i < n; ++i) {
       k[static_cast<size_t>(i)] = static_cast<float>((i * 37 + salt) % 101) / 101.0f - 0.5f;
@@ -82,7 +82,6 @@ struct StoredKv {
     a->v_scale8 = vs.empty() ? nullptr : vs.data();
   }
 
-  KvDtype dtype;
   std::vector<float> k32, v32, ks, vs;
   std::vector<uint16_t> k16, v16;
   std::vector<int8_t> k8, v8;

@@ -62,18 +62,18 @@ void MoeOver(ThreadPool& pool, const MoeArgs& a) {
     row_of[at] = static_cast<int64_t>(c) / k;
     weight_of[at] = weights[c];
   }
+  const auto count_of = [&](int64_t e) {
+    return begin[static_cast<size_t>(e + 1)] - begin[static_cast<size_t>(e)];
+  };
   std::vector<int64_t> active;  // the experts some row chose, in index order
   bool one_row_each = true;
   for (int64_t e = 0; e < E; ++e) {
-    const int64_t n = begin[static_cast<size_t>(e + 1)] - begin[static_cast<size_t>(e)];
+    const int64_t n = count_of(e);
     if (n == 0) continue;
     active.push_back(e);
     one_row_each = one_row_each && n == 1;
   }
   const auto rows_of = [&](int64_t e) { return row_of.data() + begin[static_cast<size_t>(e)]; };
-  const auto count_of = [&](int64_t e) {
-    return begin[static_cast<size_t>(e + 1)] - begin[static_cast<size_t>(e)];
-  };
   // y: [rows of every active expert in turn, H], then summed weighted into out in expert order.
   std::vector<float> y(ids.size() * static_cast<size_t>(H));
   const auto y_of = [&](int64_t e) { return y.data() + begin[static_cast<size_t>(e)] * H; };

@@ -6,21 +6,24 @@
 
 namespace g4 {
 
-int KvRows::Planes(Plane* out) const {
-  auto* self = const_cast<KvRows*>(this);  // the buffers, for the const copies' sources too
-  if (dtype_ != KvDtype::kQ8) {
-    out[0] = {&self->k_, entry_bytes()};
-    out[1] = {&self->v_, entry_bytes()};
+template <class Self, class P>
+int KvRows::PlanesOf(Self& self, P* out) {
+  if (self.dtype_ != KvDtype::kQ8) {
+    out[0] = {&self.k_, self.entry_bytes()};
+    out[1] = {&self.v_, self.entry_bytes()};
     return 2;
   }
-  const size_t q = static_cast<size_t>(row_);
-  const size_t scales = static_cast<size_t>(row_ / kQ8Block) * sizeof(float);
-  out[0] = {&self->k_, q};
-  out[1] = {&self->v_, q};
-  out[2] = {&self->ks_, scales};
-  out[3] = {&self->vs_, scales};
+  const size_t q = static_cast<size_t>(self.row_);
+  const size_t scales = static_cast<size_t>(self.row_ / kQ8Block) * sizeof(float);
+  out[0] = {&self.k_, q};
+  out[1] = {&self.v_, q};
+  out[2] = {&self.ks_, scales};
+  out[3] = {&self.vs_, scales};
   return 4;
 }
+
+int KvRows::Planes(Plane* out) { return PlanesOf(*this, out); }
+int KvRows::Planes(ConstPlane* out) const { return PlanesOf(*this, out); }
 
 Status KvRows::Allocate(int64_t entries) {
   Plane planes[4];
@@ -48,7 +51,8 @@ Status KvRows::CopyFrom(const KvRows& src, int64_t entries, int64_t at) {
   if (src.dtype_ != dtype_ || src.row_ != row_) {
     return Internal("KV cache: copy between rows of different shapes or dtypes");
   }
-  Plane to[4], from[4];
+  Plane to[4];
+  ConstPlane from[4];
   const int n = Planes(to);
   src.Planes(from);
   for (int i = 0; i < n; ++i) {

@@ -42,11 +42,17 @@ class KvRows {
  private:
   Memory& memory() const { return k_.memory(); }
   // The arrays and the bytes each holds per entry: K and V, then (q8) their scales.
-  struct Plane {
-    Buffer<unsigned char>* buffer;
+  template <class B>
+  struct PlaneOf {
+    B* buffer;
     size_t bytes;
   };
-  int Planes(Plane* out) const;
+  using Plane = PlaneOf<Buffer<unsigned char>>;
+  using ConstPlane = PlaneOf<const Buffer<unsigned char>>;
+  int Planes(Plane* out);
+  int Planes(ConstPlane* out) const;  // a copy's source
+  template <class Self, class P>
+  static int PlanesOf(Self& self, P* out);
 
   KvDtype dtype_;
   int64_t row_;
