@@ -2,8 +2,9 @@
 // the same absmax, the same f32 division for d and its inverse, the same f32 product x * id,
 // rounded half away from zero as RoundToQ8 does (truncate, then step by one where the part cut
 // off is at least a half), clamped to [-127, 127]. The int8-activation matmuls quantize every
-// row of x with it (per call on the decode path; T rows a prefill chunk): the scalar loop was
-// 20% of a 2048-token prefill of the 270M (perf, 2-core AVX-512 VM) and 2% of its decode.
+// row of x with it (per call on the decode path; T rows a prefill chunk): the scalar loop took
+// 20% of the samples of a run of 2048-token 270M prefills (perf, 2-core AVX-512 VM, the bench's
+// probes included) and 2% of a decode run's.
 
 #include <cstdint>
 
