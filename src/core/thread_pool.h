@@ -1,10 +1,10 @@
 // A fixed pool of worker threads for data-parallel loops. The caller's thread takes part in
 // every loop, so a pool of N threads starts N-1 workers. One loop runs at a time.
-// Hand-offs spin briefly before sleeping: a decode step is ~800 short loops (one per op), and
-// waking a sleeping thread through the kernel costs tens of microseconds on a VM (2-thread E2B
-// W4A16 decode: 7-10 tok/s blocking at once, 12-13 with the spin, back-to-back runs). Workers
-// spin ~50 us for the next loop and the caller ~50 us for the last chunk, then block on the
-// condition variables as before.
+// Hand-offs spin briefly before sleeping: a decode step is ~300-800 short loops (one per op),
+// and waking a sleeping thread through the kernel costs tens of microseconds on a VM (2-thread
+// E2B W4A16 decode: 7-10 tok/s blocking at once, 12-13 with the spin, back-to-back runs).
+// Workers spin ~50 us for the next loop and the caller ~50 us for the last chunk, then block
+// on the condition variables.
 #pragma once
 
 #include <atomic>
@@ -37,13 +37,23 @@ class ThreadPool {
 
   int num_threads_;
   std::vector<std::thread> workers_;
+  // Only for sleeping: a hand-off between spinning threads takes no lock (a worker that found
+  // the mutex held by the caller slept in the kernel and cost the loop a futex wake-up).
   std::mutex mu_;
   std::condition_variable start_cv_, done_cv_;
+  // The current loop: written by the caller before it bumps generation_, read after the bump
+  // only by the workers that take a chunk. The caller waits for those (pending_), so none reads
+  // a field that the next loop rewrites.
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
   int64_t job_n_ = 0;
-  int job_chunks_ = 0;
-  std::atomic<uint64_t> generation_{0};  // written under mu_; read while spinning
-  std::atomic<int> pending_{0};          // chunks of the current loop not yet done
+  // The loop's count << kChunkBits | its number of chunks: a worker without a chunk learns so
+  // from the counter alone.
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};  // chunks of the current loop not yet done
+  // Sleepers announce themselves (seq_cst, then re-check) so that a waker which sees none is
+  // certain the sleeper will see its change.
+  std::atomic<int> workers_asleep_{0};
+  std::atomic<bool> caller_asleep_{false};
   std::atomic<bool> stop_{false};
 };
 
