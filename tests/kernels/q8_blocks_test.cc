@@ -94,5 +94,20 @@ TEST_P(Q8BlocksTest, HalvesRoundAwayFromZero) {
 INSTANTIATE_TEST_SUITE_P(Cpu, Q8BlocksTest, ::testing::ValuesIn(testing::Targets()),
                          [](const auto& info) { return info.param; });
 
+// Each group of 16 summed on its own: -127 and 127 at the ends of a group cancel only inside it.
+TEST(Q8BlocksSumsOf16Test, SumsEachGroupOf16) {
+  std::vector<int8_t> q(64);
+  for (size_t i = 0; i < q.size(); ++i) q[i] = static_cast<int8_t>(i % 16 == 0 ? -127 : i % 7);
+  q[31] = 127;
+  std::vector<int32_t> sums(4, -1);
+  cpu::SumsOf16(q.data(), 64, sums.data());
+  for (int g = 0; g < 4; ++g) {
+    int32_t want = 0;
+    for (int j = 0; j < 16; ++j) want += q[static_cast<size_t>(16 * g + j)];
+    EXPECT_EQ(sums[static_cast<size_t>(g)], want) << "group " << g;
+  }
+  EXPECT_EQ(sums[1], 42);  // -127, then i % 7 for i = 17 .. 30, then 127
+}
+
 }  // namespace
 }  // namespace g4

@@ -595,10 +595,8 @@ void QuantizeRow(const Shape& s, Path path, const float* x, QuantX& qx) {
   qx.sx.resize(static_cast<size_t>(blocks));
   cpu::QuantizeQ8Blocks(x, K, qx.xq.data(), qx.dx.data(), qx.sx.data());
   if (s.kind == QuantKind::kQ6_K) {
-    qx.sx16.assign(static_cast<size_t>(K / 16), 0);
-    for (int64_t k = 0; k < K; ++k) {
-      qx.sx16[static_cast<size_t>(k / 16)] += qx.xq[static_cast<size_t>(k)];
-    }
+    qx.sx16.resize(static_cast<size_t>(K / 16));
+    cpu::SumsOf16(qx.xq.data(), K, qx.sx16.data());
   }
 #if G4_Q8A_X86
   if (path != Path::kVnni512) return;

@@ -59,12 +59,7 @@ void QuantizeRows(ThreadPool& pool, const float* x, int64_t T, int64_t K, Q6X& q
       int8_t* xq = q.xq.data() + t * K;
       cpu::QuantizeQ8Blocks(x + t * K, K, xq, q.dx.data() + t * K / kQ8Block,
                             q.sx.data() + t * K / kQ8Block);
-      int32_t* sx16 = q.sx16.data() + t * K / 16;
-      for (int64_t g = 0; g < K / 16; ++g) {
-        int32_t s = 0;
-        for (int64_t j = 0; j < 16; ++j) s += xq[16 * g + j];
-        sx16[g] = s;
-      }
+      cpu::SumsOf16(xq, K, q.sx16.data() + t * K / 16);
     }
   };
   if (T == 1) return rows(0, 1);

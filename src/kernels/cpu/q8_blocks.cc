@@ -65,5 +65,13 @@ namespace g4::cpu {
 G4_CPU_EXPORT(QuantizeQ8Blocks, (const float* x, int64_t K, int8_t* q, float* d, int32_t* sum),
               (x, K, q, d, sum))
 
+void SumsOf16(const int8_t* q, int64_t K, int32_t* sums) {
+  for (int64_t g = 0; g < K / 16; ++g) {
+    int32_t s = 0;
+    for (int64_t j = 0; j < 16; ++j) s += q[16 * g + j];
+    sums[g] = s;
+  }
+}
+
 }  // namespace g4::cpu
 #endif  // HWY_ONCE
