@@ -57,18 +57,20 @@ Status FullKvCache::Reallocate(int64_t capacity, const KvRows& src, int32_t n) {
   return Status();
 }
 
-Status FullKvCache::CopyFrom(const FullKvCache& src) {
-  if (src.row_ != row_ || src.kv_.dtype() != kv_.dtype() || src.size_ > max_positions_) {
-    return Internal("full-attention KV cache: copy of " + std::to_string(src.size_) +
+Status FullKvCache::CopyFrom(const FullKvCache& src, int32_t n) {
+  if (src.row_ != row_ || src.kv_.dtype() != kv_.dtype() || n < 0 || n > src.size_ ||
+      n > max_positions_) {
+    return Internal("full-attention KV cache: copy of " + std::to_string(n) + " of " +
+                    std::to_string(src.size_) +
                     " positions into a cache of another shape or of " +
                     std::to_string(max_positions_));
   }
-  if (src.size_ == 0) {
+  if (n == 0) {
     Reset();
     return Status();
   }
-  const int64_t blocks = (src.size_ + block_size_ - 1) / block_size_;
-  return Reallocate(blocks * block_size_, src.kv_, src.size_);
+  const int64_t blocks = (n + block_size_ - 1) / block_size_;
+  return Reallocate(blocks * block_size_, src.kv_, n);
 }
 
 Status FullKvCache::Reserve(const int32_t* pos, int64_t C) {

@@ -32,9 +32,9 @@ class FullKvCache {
 
   // Keeps positions [0, n) (n <= size()) and empties the rest; the array stays (prefix reuse).
   Status Truncate(int32_t n);
-  // Makes this (empty) cache of the same shape and dtype hold src's positions (prefix reuse: a
-  // sequence branching from a kept cache that stays kept).
-  Status CopyFrom(const FullKvCache& src);
+  // Makes this (empty) cache of the same shape and dtype hold src's first n positions
+  // (n <= src.size(); prefix reuse: a sequence branching from a kept cache that stays kept).
+  Status CopyFrom(const FullKvCache& src, int32_t n);
   // A later sequence in this cache may hold up to n positions (growth stays in whole blocks).
   void set_max_positions(int n) { max_positions_ = n; }
 

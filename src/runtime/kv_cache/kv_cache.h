@@ -84,9 +84,12 @@ class SequenceKvCache : public KvStore {
   // otherwise.
   bool CanTruncate(int32_t n) const;
   Status Truncate(int32_t n);
-  // A copy of this cache (its own storage in the same Memory): a sequence branching from a
-  // kept cache that stays kept for the next one.
-  StatusOr<std::unique_ptr<SequenceKvCache>> Clone() const;
+  // A copy of this cache's state at n <= size(), in its own storage in the same Memory: a
+  // sequence branching from a kept cache that stays kept for the next one. The rings come from
+  // `at` (a snapshot of this cache at n) or, without one, are truncated (CanTruncate(n)); the
+  // full layers copy positions [0, n) only.
+  StatusOr<std::unique_ptr<SequenceKvCache>> Clone(int32_t n,
+                                                   const KvSnapshot* at = nullptr) const;
   // Lets a later sequence in this cache hold up to n positions (reserved_bytes() follows).
   void set_max_context(int n);
 

@@ -316,6 +316,7 @@ void Engine::Admit(std::deque<Queued>& batch) {
     a->snapshot = std::move(from.snapshot);
     a->snapshot_logits = std::move(from.logits);
     a->branch_at = from.branch;
+    a->branch = std::move(from.branch_snapshot);  // replaced if the prompt reaches branch_at
     if (a->cache) {
       a->cache->set_max_context(positions);
       a->prefilled = static_cast<size_t>(cached);
@@ -470,27 +471,25 @@ Engine::Resumed Engine::TakeRetained(const std::vector<int32_t>& prompt) {
       retained_bytes_ -= r.bytes;
     }
     out.cache = std::move(r.cache);
+    out.branch_snapshot = std::move(r.branch);
     if (best_len == P) {  // the state at the prompt's end stays this sequence's snapshot
       out.snapshot = std::move(r.snapshot);
       out.logits = std::move(r.logits);
     }
   } else {
-    // It leaves part way in: a copy, put back into the prefix's state; the kept cache stays
-    // for the next prompt (requests sharing a system prompt, running together or not).
-    auto copy = kept.cache->Clone();
-    Status st = copy.ok() ? Status() : copy.status();
-    if (st.ok()) {
-      out.cache = std::move(*copy);
-      const KvSnapshot* at = nullptr;
-      for (const KvSnapshot* s : {kept.snapshot.get(), kept.branch.get()}) {
-        if (s != nullptr && s->size() == len) at = s;
-      }
-      st = at != nullptr ? out.cache->Restore(*at) : out.cache->Truncate(len);
+    // It leaves part way in: a copy of the prefix's state (the full layers' prefix only); the
+    // kept cache stays for the next prompt (requests sharing a system prompt, running together
+    // or not).
+    const KvSnapshot* at = nullptr;
+    for (const KvSnapshot* s : {kept.snapshot.get(), kept.branch.get()}) {
+      if (s != nullptr && s->size() == len) at = s;
     }
-    if (!st.ok()) {
-      LogWarning("prefix reuse: " + st.ToString() + "; starting from an empty cache");
+    auto copy = kept.cache->Clone(len, at);
+    if (!copy.ok()) {
+      LogWarning("prefix reuse: " + copy.status().ToString() + "; starting from an empty cache");
       return Resumed{};
     }
+    out.cache = std::move(*copy);
     if (best_len == P) out.logits = kept.logits;
     std::lock_guard<std::mutex> lock(mu_);  // most recently used
     std::rotate(retained_.begin(), retained_.begin() + static_cast<std::ptrdiff_t>(best),

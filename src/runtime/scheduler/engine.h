@@ -134,6 +134,9 @@ class Engine {
     // such point): the sequence keeps a snapshot there, so that the next prompt leaving at
     // the same point (after a shared system prompt) resumes there once the rings have moved.
     int32_t branch = 0;
+    // A cache taken over brings its branch snapshot (its prefix is the prompt's): the next
+    // prompt leaving there finds it in what this sequence keeps.
+    std::unique_ptr<KvSnapshot> branch_snapshot;
   };
 
   void Loop();

@@ -290,14 +290,16 @@ TEST(SequenceKvCacheTest, Q8RefusesHeadsThatAreNotWholeBlocks) {
 // The tiny preset's layers in one bf16 (or q8: sliding heads of 32) cache of 64 positions,
 // each K/V value its position.
 struct TinyCache {
-  explicit TinyCache(KvDtype dtype = KvDtype::kBF16) : dtype(dtype) {
+  explicit TinyCache(KvDtype dtype = KvDtype::kBF16,
+                     int block_size = SequenceKvCache::kDefaultBlockSize)
+      : dtype(dtype) {
     SyntheticOptions o;
     o.preset = "tiny";
     if (dtype == KvDtype::kQ8) o.head_dim = 32;
     auto config = ParseGemma4Config(nlohmann::json::parse(SyntheticConfig(o)->dump()), nullptr);
     EXPECT_TRUE(config.ok());
     layouts = KvLayouts(*config);
-    auto c = SequenceKvCache::Create(layouts, 64, HostMemory(), dtype);
+    auto c = SequenceKvCache::Create(layouts, 64, HostMemory(), dtype, block_size);
     EXPECT_TRUE(c.ok()) << c.status().ToString();
     cache = std::move(*c);
   }
@@ -383,7 +385,7 @@ TEST_P(SequenceKvCacheDtypeTest, CloneAndTruncateWhileTheRingsHaveNotWrapped) {
   TinyCache t(GetParam());
   SequenceKvCache& cache = *t.cache;
   t.Append(cache, 0, 6);
-  auto copy = cache.Clone();
+  auto copy = cache.Clone(6);
   ASSERT_TRUE(copy.ok()) << copy.status().ToString();
   EXPECT_NE((*copy)->storage_id(), cache.storage_id());
   EXPECT_EQ((*copy)->size(), 6);
@@ -401,12 +403,46 @@ TEST_P(SequenceKvCacheDtypeTest, CloneAndTruncateWhileTheRingsHaveNotWrapped) {
   // The original, wrapped: only its own size, and a copy of it holds the same.
   EXPECT_FALSE(cache.CanTruncate(15));
   EXPECT_TRUE(cache.CanTruncate(20));
-  auto again = cache.Clone();
+  auto again = cache.Clone(20);
   ASSERT_TRUE(again.ok());
   t.ExpectHolds(**again, 20);
   t.ExpectHolds(cache, 20);
   ASSERT_TRUE(cache.Restore(**at6).ok());  // the wrapped rings back to their first 6 slots
   t.ExpectHolds(cache, 6);
+}
+
+// A copy at a prefix: from a snapshot there once the rings have wrapped, truncated while they
+// have not. The full layers copy only the prefix's blocks; a point with neither is refused.
+TEST_P(SequenceKvCacheDtypeTest, CloneOfAPrefixHoldsItsStateAndOnlyItsBlocks) {
+  TinyCache t(GetParam(), /*block_size=*/4);
+  SequenceKvCache& cache = *t.cache;
+  t.Append(cache, 0, 6);
+  auto at6 = cache.Snapshot();
+  ASSERT_TRUE(at6.ok());
+  t.Append(cache, 6, 30);  // the rings (window 8) wrap
+  ASSERT_FALSE(cache.CanTruncate(6));
+  auto copy = cache.Clone(6, at6->get());
+  ASSERT_TRUE(copy.ok()) << copy.status().ToString();
+  size_t full = 0;
+  for (const KvLayout& l : t.layouts) full += !l.shared() && !l.sliding();
+  ASSERT_GT(full, 0u);
+  EXPECT_EQ((*copy)->num_blocks(), 2 * full);  // 6 positions: 2 blocks of 4 a layer
+  EXPECT_GE(cache.num_blocks(), 8 * full);     // 30: at least 8
+  t.ExpectHolds(**copy, 6);
+  t.Append(**copy, 7, 12);  // it continues from there
+  t.ExpectHolds(**copy, 12);
+  t.ExpectHolds(cache, 30);  // the original is untouched
+  EXPECT_FALSE(cache.Clone(5, at6->get()).ok()) << "a snapshot of another point";
+  auto none = cache.Clone(6);
+  ASSERT_FALSE(none.ok());
+  EXPECT_THAT(none.status().message(), HasSubstr("use a snapshot"));
+  EXPECT_FALSE(cache.Clone(40).ok()) << "past the cache";
+  // Rings that have not wrapped: any prefix, truncated.
+  TinyCache u(GetParam(), 4);
+  u.Append(*u.cache, 0, 7);
+  auto head = u.cache->Clone(2);
+  ASSERT_TRUE(head.ok()) << head.status().ToString();
+  t.ExpectHolds(**head, 2);
 }
 
 TEST(SequenceKvCacheTest, StorageIdChangesExactlyWhenAViewWouldMove) {

@@ -425,7 +425,8 @@ TEST_F(EngineTest, PrefixReuseInABatchAlternatingSessionsAndEviction) {
 // tiny model's rings, window 8, have not wrapped there) and the kept cache stays for the next
 // branch: branches running together and the same prompt twice at once all reuse it. Once the
 // rings have wrapped, a branch before the kept snapshot has no state to resume and runs fresh,
-// keeping a snapshot where it left, which the next prompt leaving there resumes from.
+// keeping a snapshot where it left, which the next prompt leaving there resumes from, also after
+// that sequence's next turn has taken its cache over.
 TEST_F(EngineTest, PrefixReuseBranchesFromAKeptCacheThatStays) {
   ASSERT_EQ(Window(*model_), 8);
   EngineOptions eo = Options(2, 1024);  // room for a few kept caches of one 256-position block
@@ -480,6 +481,19 @@ TEST_F(EngineTest, PrefixReuseBranchesFromAKeptCacheThatStays) {
   const GenerationResult r5 = RunOne(wrapped, b5, 4);
   EXPECT_EQ(r5.tokens, RunOne(fresh, b5, 4).tokens);
   EXPECT_EQ(r5.stats.cached_tokens, 6);
+  // b4's next turn takes its kept cache over, and the snapshot at 6 goes with it: a third
+  // prompt leaving `longer` there still resumes.
+  std::vector<int32_t> b4next = b4;
+  b4next.insert(b4next.end(), r4.tokens.begin(), r4.tokens.end());
+  b4next.insert(b4next.end(), {27, 29});
+  const GenerationResult r4next = RunOne(wrapped, b4next, 3);
+  EXPECT_EQ(r4next.tokens, RunOne(fresh, b4next, 3).tokens);
+  EXPECT_EQ(r4next.stats.cached_tokens, static_cast<int>(b4.size() + r4.tokens.size()) - 1);
+  std::vector<int32_t> b6(longer.begin(), longer.begin() + 6);
+  b6.insert(b6.end(), {31, 33});
+  const GenerationResult r6 = RunOne(wrapped, b6, 4);
+  EXPECT_EQ(r6.tokens, RunOne(fresh, b6, 4).tokens);
+  EXPECT_EQ(r6.stats.cached_tokens, 6);
   wrapped.Shutdown(0ms);
   fresh.Shutdown(0ms);
 }
