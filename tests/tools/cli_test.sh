@@ -69,6 +69,11 @@ grep -q '"batch": 3' "$TMP/bench.json" || fail "bench JSON has no batch 3"
 grep -q "^batch 3: " "$TMP/bench.out" || fail "bench table does not say batch 3: $(cat "$TMP/bench.out")"
 if "$G4" bench --model "$TMP/m" --batch 0 >/dev/null 2>"$TMP/bad"; then fail "bench --batch 0 accepted"; fi
 grep -q "batch in \[1, 256\]" "$TMP/bad" || fail "bench --batch 0 message: $(cat "$TMP/bad")"
+# bench --kv-fill: the context's first 20 positions are filled, its last 4 tokens run.
+"$G4" bench --model "$TMP/m" --contexts 24 --kv-fill 4 --decode 2 --threads 1 --bandwidth-mib 8 \
+  --json "$TMP/fill.json" >"$TMP/fill.out" 2>"$TMP/fill.err" || fail "bench --kv-fill: $(cat "$TMP/fill.err")"
+grep -q '"kv_filled": 20' "$TMP/fill.json" || fail "bench JSON has no kv_filled 20"
+grep -q "^kv-fill 4: " "$TMP/fill.out" || fail "bench table does not say kv-fill 4: $(cat "$TMP/fill.out")"
 
 # A port past 16 bits is refused by name (httplib would listen on it modulo 65536).
 for port in 99999 -1; do

@@ -39,6 +39,7 @@
 #include "ops/profiler.h"
 #include "profile_report.h"
 #include "runtime/kv_cache/kv_cache.h"
+#include "runtime/kv_cache/kv_fill.h"
 #include "runtime/prefill.h"
 
 namespace g4::cli {
@@ -55,6 +56,7 @@ struct BenchArgs {
   ModelFlags model;
   std::string contexts = "41,521,2057", json_path;
   int decode = 64, repeat = 1, prefill_chunk = kDefaultPrefillChunk, batch = 1;
+  int kv_fill = 0;  // > 0: only each context's last kv_fill tokens run; the rest is filled
   bool profile = false, head_error = false, graphs = true;
   double bandwidth_mib = 1024;
 };
@@ -156,19 +158,20 @@ std::vector<int32_t> PromptIds(const ModelInfo& c, int n, uint32_t seed) {
   return ids;
 }
 
-// Multiply-adds x 2 per prompt token in the linears (not the head), and attention flops for a
-// prompt of n tokens (QK and PV, 2 * 2 * heads * head_dim per visible key), per token.
-double PrefillFlopsPerToken(const CausalLM& m, int n, int chunk) {
+// Multiply-adds x 2 per prompt token in the linears (not the head), and attention flops for
+// prompt positions [from, n) (QK and PV, 2 * 2 * heads * head_dim per visible key), per token.
+double PrefillFlopsPerToken(const CausalLM& m, int from, int n, int chunk) {
   const ModelInfo& c = m.info();
   const double linear = LinearFlopsPerToken(m);
+  const int T = n - from;
   double attn = 0;
   for (const KvLayout& l : c.layers) {
     double visible = 0;  // mean over the prompt's positions
-    for (int t = 0; t < n; ++t) visible += l.sliding() ? std::min(t + 1, l.window) : t + 1;
-    attn += 4.0 * l.n_heads * l.head_dim * visible / n;
+    for (int t = from; t < n; ++t) visible += l.sliding() ? std::min(t + 1, l.window) : t + 1;
+    attn += 4.0 * l.n_heads * l.head_dim * visible / T;
   }
-  const double chunks = std::ceil(static_cast<double>(n) / std::max(1, chunk));
-  const double head = 2.0 * c.vocab_size * c.hidden_size * chunks / n;  // last position per chunk
+  const double chunks = std::ceil(static_cast<double>(T) / std::max(1, chunk));
+  const double head = 2.0 * c.vocab_size * c.hidden_size * chunks / T;  // last position per chunk
   return linear + attn + head;
 }
 
@@ -184,27 +187,32 @@ double KvBytesPerToken(const ModelInfo& c, int context, KvDtype dtype) {
   return b;
 }
 
-// Prefills `batch` sequences with `prompt` (one after another), then runs `decode` greedy steps
-// with all of them in each forward, as the server's continuous batching does.
+// Prefills `batch` sequences with `prompt` (one after another; after `filled` positions of
+// synthetic K/V, untimed, when filled > 0), then runs `decode` greedy steps with all of them in
+// each forward, as the server's continuous batching does.
 // With `graphs` (and a backend that records them) the decode steps are recorded and replayed
 // (model/step_graphs.h); a profiler times ops one by one, so it runs them op by op.
 StatusOr<RunResult> RunOnce(const CausalLM& m, Backend& be, const std::vector<int32_t>& prompt,
                             int decode, int chunk, int batch, OpProfiler* profiler, bool graphs,
-                            OpProfiler* prefill_profiler = nullptr) {
+                            OpProfiler* prefill_profiler = nullptr, int filled = 0) {
   const ModelInfo& c = m.info();
-  const int context = std::min<int>(static_cast<int>(prompt.size()) + decode + 1, c.max_context);
+  const int context =
+      std::min<int>(filled + static_cast<int>(prompt.size()) + decode + 1, c.max_context);
   const size_t B = static_cast<size_t>(batch);
   std::vector<std::unique_ptr<SequenceKvCache>> caches(B);
   std::vector<std::vector<float>> logits(B);
   RunResult r;
+  for (size_t b = 0; b < B; ++b) {
+    G4_ASSIGN_OR_RETURN(caches[b],
+                        SequenceKvCache::Create(c.layers, context, be.memory(), be.kv_dtype()));
+    G4_RETURN_IF_ERROR(FillKvCache(c, be, *caches[b], filled, static_cast<uint32_t>(b + 1)));
+  }
   if (prefill_profiler) {
     be.SetProfiler(prefill_profiler);
     prefill_profiler->set_enabled(true);
   }
   const auto t0 = Clock::now();
   for (size_t b = 0; b < B; ++b) {
-    G4_ASSIGN_OR_RETURN(caches[b],
-                        SequenceKvCache::Create(c.layers, context, be.memory(), be.kv_dtype()));
     G4_ASSIGN_OR_RETURN(logits[b], Prefill(m, be, *caches[b], prompt, chunk));
   }
   r.prefill_s = Seconds(t0, Clock::now());
@@ -311,8 +319,9 @@ int Run(const BenchArgs& a) {
   };
   auto contexts = ParseContexts(a.contexts);
   if (!contexts.ok()) return fail(contexts.status());
-  if (a.decode < 0 || a.repeat < 1 || a.batch < 1 || a.batch > 256) {
-    return fail(InvalidArgument("--decode must be >= 0, --repeat >= 1, --batch in [1, 256]"));
+  if (a.decode < 0 || a.repeat < 1 || a.batch < 1 || a.batch > 256 || a.kv_fill < 0) {
+    return fail(InvalidArgument(
+        "--decode must be >= 0, --repeat >= 1, --batch in [1, 256], --kv-fill >= 0"));
   }
   auto backend = OpenBackend(a.model);  // first: its policy line, a device error
   if (!backend.ok()) return fail(backend.status());
@@ -384,7 +393,11 @@ int Run(const BenchArgs& a) {
       return fail(InvalidArgument("--contexts " + std::to_string(ctx) + " + --decode does not fit "
                                   "max_position_embeddings"));
     }
-    const std::vector<int32_t> prompt = PromptIds(c, ctx, static_cast<uint32_t>(ctx));
+    // --kv-fill: positions [0, filled) hold synthetic K/V; only the rest of the prompt runs.
+    const int filled = a.kv_fill > 0 ? std::max(0, ctx - a.kv_fill) : 0;
+    const int ran = ctx - filled;  // prompt tokens that run (all of them without --kv-fill)
+    std::vector<int32_t> prompt = PromptIds(c, ctx, static_cast<uint32_t>(ctx));
+    prompt.erase(prompt.begin(), prompt.begin() + filled);
     profiler.Reset();
     prefill_profiler.Reset();
     std::vector<double> prefill, decode, e2e, steps;
@@ -392,10 +405,10 @@ int Run(const BenchArgs& a) {
     for (int r = 0; r < a.repeat; ++r) {
       auto res = RunOnce(model, be, prompt, a.decode, a.prefill_chunk, a.batch,
                          a.profile ? &profiler : nullptr, a.graphs,
-                         a.profile ? &prefill_profiler : nullptr);
+                         a.profile ? &prefill_profiler : nullptr, filled);
       if (!res.ok()) return fail(res.status());
       const double B = a.batch;  // tokens per decode step
-      prefill.push_back(B * ctx / res->prefill_s);
+      prefill.push_back(B * ran / res->prefill_s);
       decode.push_back(res->steps > 0 ? B * res->steps / res->decode_s : 0.0);
       e2e.push_back(B * (res->steps + 1) / (res->prefill_s + res->decode_s + res->sampling_s));
       sum.prefill_s += res->prefill_s;
@@ -410,7 +423,7 @@ int Run(const BenchArgs& a) {
       if (!res->graphs_refused.empty()) graphs_refused = res->graphs_refused;
       steps.insert(steps.end(), res->step_s.begin(), res->step_s.end());
     }
-    const double flops = PrefillFlopsPerToken(model, ctx, a.prefill_chunk);
+    const double flops = PrefillFlopsPerToken(model, filled, ctx, a.prefill_chunk);
     const double median_step = Median(steps);
     Row row{ctx,
             Median(prefill),
@@ -423,6 +436,7 @@ int Run(const BenchArgs& a) {
     rows.push_back(row);
     ordered_json j;
     j["context"] = ctx;
+    j["kv_filled"] = filled;
     j["prefill_tok_s"] = row.prefill;
     j["decode_tok_s"] = row.decode;
     j["decode_tok_s_median_step"] = row.decode_median;
@@ -437,7 +451,7 @@ int Run(const BenchArgs& a) {
       j["profile"] = ProfileJson(p);
       profiles += "context " + std::to_string(ctx) + ": " + FormatProfile(p);
       // The prompt's forwards per prompt token (sampling: none; the whole prefill is "forward").
-      const DecodeProfile pp{&prefill_profiler, int64_t{a.batch} * ctx * a.repeat, sum.prefill_s,
+      const DecodeProfile pp{&prefill_profiler, int64_t{a.batch} * ran * a.repeat, sum.prefill_s,
                              0.0, "prefill", "prompt tokens"};
       j["prefill_profile"] = ProfileJson(pp);
       profiles += "context " + std::to_string(ctx) + " prefill, per prompt token: " +
@@ -478,6 +492,11 @@ int Run(const BenchArgs& a) {
   if (a.batch > 1) {
     std::printf("batch %d: t/s count all %d sequences' tokens; %%roofline = steps/s over the rate "
                 "of one weight read per step\n", a.batch, a.batch);
+  }
+  if (a.kv_fill > 0) {
+    std::printf("kv-fill %d: each context's positions before its last %d hold random K/V written "
+                "directly; prefill t/s and GFLOP/s are those %d tokens at that depth\n",
+                a.kv_fill, a.kv_fill, a.kv_fill);
   }
   std::printf("\n");
   std::printf("%8s %12s %9s %10s %11s %10s %12s %8s %9s %8s\n", "context", "prefill t/s",
@@ -524,6 +543,7 @@ int Run(const BenchArgs& a) {
   out["commit"] = commit;
   out["policy"] = policy;
   out["threads"] = be.pool().size();
+  out["kv_fill"] = a.kv_fill;
   out["lm_head"] = StorageName(model.lm_head());
   out["kv_dtype"] = KvDtypeName(be.kv_dtype());
   out["kv_cache"] = kv_line;
@@ -587,6 +607,10 @@ RunFn AddBenchCommand(CLI::App& app) {
   sub->add_option("--json", a->json_path, "Also write the results as JSON here");
   sub->add_option("--prefill-chunk", a->prefill_chunk, "Prompt tokens per prefill step (512)");
   sub->add_option("--bandwidth-mib", a->bandwidth_mib, "Buffer of the read-bandwidth probe (1024)");
+  sub->add_option("--kv-fill", a->kv_fill,
+                  "Run only the last N tokens of each context, after filling the cache before them "
+                  "with random K/V (host caches): decode and prefill at a depth whose full prefill "
+                  "would take hours; prefill figures are those N tokens' (0: off)");
   sub->add_flag("--profile", a->profile, "Per-category decode time (ms/token and %; runs op by op)");
   sub->add_option("--graphs", a->graphs,
                   "Record decode steps as CUDA graphs and replay them, where the backend can "
