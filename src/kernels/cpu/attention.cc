@@ -271,6 +271,19 @@ struct Scratch {
 // Keys a decode pass scores before it sums their values: 8 heads' scores are 16 KB.
 constexpr int64_t kDecodeKeyBlock = 512;
 
+// vis[0 .. n) = the slots in [b0, b1) that a query at position qp sees; returns n. The mask
+// comes from absolute positions (int64 so q_pos - k_pos cannot overflow).
+int64_t VisibleSlots(const AttentionArgs& a, int64_t qp, int64_t b0, int64_t b1, int32_t* vis) {
+  int64_t nv = 0;
+  for (int64_t s = b0; s < b1; ++s) {
+    const int64_t kp = a.k_pos[s];
+    if (kp >= 0 && kp <= qp && (a.window <= 0 || qp - kp < a.window)) {
+      vis[nv++] = static_cast<int32_t>(s);
+    }
+  }
+  return nv;
+}
+
 // Where AttendKeys leaves a group's result: normalised into a.out (whole key range), or, for a
 // part of the keys (split decode), unnormalised per head: o[g * D ..] = sum_j p_j v_j with
 // p_j = exp(s_j - m[g]), and l[g] = sum_j p_j; nv_out = the visible keys seen (0: m, l, o unset).
@@ -333,14 +346,7 @@ void AttendKeys(const AttentionArgs& a, Kv<KT> kv, int64_t t, int64_t kvh, int64
   int64_t seen = 0;
   for (int64_t b0 = s0; b0 < s1; b0 += kDecodeKeyBlock) {
     const int64_t b1 = std::min(s1, b0 + kDecodeKeyBlock);
-    // The mask from absolute positions (int64 so q_pos - k_pos cannot overflow).
-    int64_t nv = 0;
-    for (int64_t s = b0; s < b1; ++s) {
-      const int64_t kp = a.k_pos[s];
-      if (kp >= 0 && kp <= qp && (a.window <= 0 || qp - kp < a.window)) {
-        vis[nv++] = static_cast<int32_t>(s);
-      }
-    }
+    const int64_t nv = VisibleSlots(a, qp, b0, b1, vis);
     if (nv == 0) continue;
     seen += nv;
     HeadScores(G, q_of, krows, vis, nv, D, p, kDecodeKeyBlock);
@@ -431,14 +437,7 @@ void AttendTokenTile(const AttentionArgs& a, Kv<KT> kv, int64_t t0, int64_t t1, 
   for (int64_t b0 = 0; b0 < a.S; b0 += kKeyBlock) {
     const int64_t b1 = std::min(a.S, b0 + kKeyBlock);
     for (int64_t t = t0; t < t1; ++t) {
-      const int64_t qp = a.q_pos[t];
-      int64_t nv = 0;
-      for (int64_t s = b0; s < b1; ++s) {
-        const int64_t kp = a.k_pos[s];
-        if (kp >= 0 && kp <= qp && (a.window <= 0 || qp - kp < a.window)) {
-          vis[nv++] = static_cast<int32_t>(s);
-        }
-      }
+      const int64_t nv = VisibleSlots(a, a.q_pos[t], b0, b1, vis);
       if (nv == 0) continue;
       HeadScores(G, [&](int64_t g) { return a.q + row(t, g); }, krows, vis, nv, D, p, kKeyBlock);
       for (int64_t g = 0; g < G; ++g) {
