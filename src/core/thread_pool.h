@@ -37,8 +37,8 @@ class ThreadPool {
 
   int num_threads_;
   std::vector<std::thread> workers_;
-  // Only for sleeping: a hand-off between spinning threads takes no lock (a worker that found
-  // the mutex held by the caller slept in the kernel and cost the loop a futex wake-up).
+  // Only for sleeping: a hand-off between spinning threads takes no lock (an empty 2-thread
+  // loop took 1.2 us with the lock on both sides, 0.6 us without; docs/speed.md).
   std::mutex mu_;
   std::condition_variable start_cv_, done_cv_;
   // The current loop: written by the caller before it bumps generation_, read after the bump
