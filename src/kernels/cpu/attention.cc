@@ -284,9 +284,26 @@ int64_t VisibleSlots(const AttentionArgs& a, int64_t qp, int64_t b0, int64_t b1,
   return nv;
 }
 
+// One block of one head's online softmax: pg's nv scores scaled, then made exp(s - m) against
+// the running max m. When the block raises m, the output so far (o: [D]) and its sum l are
+// rescaled to the new max first (nothing to rescale before the first block: l is 0 until then,
+// at least 1 after, the max key having p = 1).
+void SoftmaxBlock(float* pg, int64_t nv, float scale, float* o, int64_t D, float& m, double& l) {
+  const float block_max = ScaleScores(pg, nv, scale);
+  if (block_max > m) {
+    if (l != 0.0) {
+      const float f = std::exp(m - block_max);
+      l *= f;
+      ScaleRow(o, D, f);
+    }
+    m = block_max;
+  }
+  l += ExpScores(pg, nv, m);
+}
+
 // Where AttendKeys leaves a group's result: normalised into a.out (whole key range), or, for a
 // part of the keys (split decode), unnormalised per head: o[g * D ..] = sum_j p_j v_j with
-// p_j = exp(s_j - m[g]), and l[g] = sum_j p_j; nv_out = the visible keys seen (0: m, l, o unset).
+// p_j = exp(s_j - m[g]), and l[g] = sum_j p_j; nv = the visible keys seen (0: m is -inf, l 0).
 struct Partial {
   float* o = nullptr;
   float* m = nullptr;
@@ -350,20 +367,8 @@ void AttendKeys(const AttentionArgs& a, Kv<KT> kv, int64_t t, int64_t kvh, int64
     if (nv == 0) continue;
     seen += nv;
     HeadScores(G, q_of, krows, vis, nv, D, p, kDecodeKeyBlock);
-    // Per head: p = exp(s - running max), its running sum; the output so far is rescaled when
-    // the max grows (nothing to rescale before the first block).
     for (int64_t g = 0; g < G; ++g) {
-      float* pg = p + g * kDecodeKeyBlock;
-      const float block_max = ScaleScores(pg, nv, a.scale);
-      if (block_max > m[g]) {
-        if (l[g] != 0.0) {
-          const float f = std::exp(m[g] - block_max);
-          l[g] *= f;
-          ScaleRow(o_of(g), D, f);
-        }
-        m[g] = block_max;
-      }
-      l[g] += ExpScores(pg, nv, m[g]);
+      SoftmaxBlock(p + g * kDecodeKeyBlock, nv, a.scale, o_of(g), D, m[g], l[g]);
     }
     // o_g += sum_j p_gj v_j, V rows shared by the group's heads.
     HeadValues(G, p, kDecodeKeyBlock, vrows, vis, nv, D, o_of);
@@ -441,16 +446,8 @@ void AttendTokenTile(const AttentionArgs& a, Kv<KT> kv, int64_t t0, int64_t t1, 
       if (nv == 0) continue;
       HeadScores(G, [&](int64_t g) { return a.q + row(t, g); }, krows, vis, nv, D, p, kKeyBlock);
       for (int64_t g = 0; g < G; ++g) {
-        float* pg = p + g * kKeyBlock;
-        const float block_max = ScaleScores(pg, nv, a.scale);
-        float& mg = m[t - t0][g];
-        if (block_max > mg) {  // the earlier part is rescaled to the new max (0 before any)
-          const float f = std::exp(mg - block_max);
-          l[t - t0][g] *= f;
-          ScaleRow(a.out + row(t, g), D, f);
-          mg = block_max;
-        }
-        l[t - t0][g] += ExpScores(pg, nv, mg);
+        SoftmaxBlock(p + g * kKeyBlock, nv, a.scale, a.out + row(t, g), D, m[t - t0][g],
+                     l[t - t0][g]);
       }
       HeadValues(G, p, kKeyBlock, vrows, vis, nv, D, [&](int64_t g) { return a.out + row(t, g); });
     }
