@@ -185,10 +185,7 @@ Status SequenceKvCache::Truncate(int32_t n) {
 
 StatusOr<std::unique_ptr<SequenceKvCache>> SequenceKvCache::Clone(int32_t n,
                                                                    const KvSnapshot* at) const {
-  const bool from_snapshot =
-      at != nullptr && at->size_ == n && at->rings_.size() == layers_.size();
-  if (n < 0 || n > size_ || (at != nullptr && !from_snapshot) ||
-      (at == nullptr && !CanTruncate(n))) {
+  if (n < 0 || n > size_ || (at != nullptr ? at->size_ != n : !CanTruncate(n))) {
     return Internal("KV cache: no copy at " + std::to_string(n) + " of " +
                     std::to_string(size_) + " positions" +
                     (at != nullptr ? " from a snapshot of " + std::to_string(at->size_)
@@ -197,21 +194,18 @@ StatusOr<std::unique_ptr<SequenceKvCache>> SequenceKvCache::Clone(int32_t n,
   G4_ASSIGN_OR_RETURN(auto copy, Create(layouts_, max_context_, *memory_, dtype_,
                                         static_cast<int>(block_size_)));
   for (size_t l = 0; l < layers_.size(); ++l) {
-    if (const auto* ring = std::get_if<RingKvCache>(&layers_[l])) {
+    const auto* ring = std::get_if<RingKvCache>(&layers_[l]);
+    if (ring != nullptr && at == nullptr) {  // from a snapshot: Restore below
       RingKvCache& dst = std::get<RingKvCache>(copy->layers_[l]);
-      if (from_snapshot) {
-        if (!at->rings_[l]) return Internal("KV cache: the snapshot has no ring for this layer");
-        G4_RETURN_IF_ERROR(dst.RestoreFrom(*at->rings_[l]));
-      } else {
-        G4_RETURN_IF_ERROR(dst.CopyFrom(*ring));
-        G4_RETURN_IF_ERROR(dst.Truncate(n));
-      }
+      G4_RETURN_IF_ERROR(dst.CopyFrom(*ring));
+      G4_RETURN_IF_ERROR(dst.Truncate(n));
     }
     if (const auto* full = std::get_if<FullKvCache>(&layers_[l])) {
       G4_RETURN_IF_ERROR(std::get<FullKvCache>(copy->layers_[l]).CopyFrom(*full, n));
     }
   }
   copy->size_ = n;
+  if (at != nullptr) G4_RETURN_IF_ERROR(copy->Restore(*at));
   return copy;
 }
 
