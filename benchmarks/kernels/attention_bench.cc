@@ -1,6 +1,7 @@
 // Benchmarks of g4::cpu::Attention at Gemma 4 E2B shapes (8 query heads on one KV head; head
-// dim 256 on sliding layers, 512 on global ones). Decode: one token over S cached positions,
-// K/V stored as f32, bf16 or q8, reported as bytes of K/V read per second. Each run attends over
+// dim 256 on sliding layers, 512 on global ones). Decode: one token over P cached positions
+// (in an array of P or 1.5 P slots), K/V stored as f32, bf16 or q8, reported as bytes of K/V
+// read per second. Each run attends over
 // the next of several caches totalling >= 256 MiB, so the K/V come from DRAM as they do in the
 // model (where a layer's cache was last touched a whole step ago). A decode step is bound by
 // these bytes when the GB/s approach the machine's read bandwidth (g4_kernel_bench's BM_ReadBandwidth).
@@ -92,20 +93,22 @@ KvDtype DtypeArg(int64_t arg) {
   return arg == 1 ? KvDtype::kBF16 : arg == 2 ? KvDtype::kQ8 : KvDtype::kF32;
 }
 
-// args: head dim, cached positions S, K/V dtype (0 f32, 1 bf16, 2 q8).
+// args: head dim, cached positions P, K/V dtype (0 f32, 1 bf16, 2 q8), slots S in percent of
+// P (150: the array of a full layer after a prefill of P and one decode step, which grew it by
+// half; the slots past P are empty).
 void BM_AttentionDecode(benchmark::State& state) {
   static ThreadPool pool(0);
-  const int64_t D = state.range(0), S = state.range(1);
+  const int64_t D = state.range(0), P = state.range(1), S = P * state.range(3) / 100;
   const KvDtype dtype = DtypeArg(state.range(2));
   const int64_t n = S * kKvHeads * D;
-  const size_t bytes = 2 * KvRowBytes(dtype, n);
+  const size_t bytes = 2 * KvRowBytes(dtype, P * kKvHeads * D);  // read: the filled slots
   const size_t copies = std::max<size_t>(2, (size_t{256} << 20) / bytes);
   std::vector<StoredKv> caches;
   for (size_t c = 0; c < copies; ++c) caches.emplace_back(dtype, n, static_cast<int64_t>(c));
   std::vector<float> q(static_cast<size_t>(kHeads * D), 0.03f), out(q.size());
-  std::vector<int32_t> k_pos(static_cast<size_t>(S));
-  for (int64_t s = 0; s < S; ++s) k_pos[static_cast<size_t>(s)] = static_cast<int32_t>(s);
-  const int32_t q_pos = static_cast<int32_t>(S - 1);
+  std::vector<int32_t> k_pos(static_cast<size_t>(S), -1);
+  for (int64_t s = 0; s < P; ++s) k_pos[static_cast<size_t>(s)] = static_cast<int32_t>(s);
+  const int32_t q_pos = static_cast<int32_t>(P - 1);
   AttentionArgs a = E2bArgs(q.data(), &q_pos, k_pos.data(), 1, S, D, out.data());
   size_t c = 0;
   for (auto _ : state) {
@@ -116,10 +119,12 @@ void BM_AttentionDecode(benchmark::State& state) {
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(bytes));
   state.SetLabel(std::string(KvDtypeName(dtype)) + " D=" + std::to_string(D) +
-                 " S=" + std::to_string(S));
+                 " P=" + std::to_string(P) + " S=" + std::to_string(S));
 }
 BENCHMARK(BM_AttentionDecode)
-    ->ArgsProduct({{256, 512}, {512, 2048}, {0, 1, 2}})
+    ->ArgsProduct({{256, 512}, {512, 2048}, {0, 1, 2}, {100}})
+    ->Args({512, 2048, 0, 150})
+    ->Args({512, 2048, 2, 150})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 

@@ -38,7 +38,9 @@ double RunAndCompare(ThreadPool& pool, Layout layout, const AttentionShape& s, b
 }
 
 // Decode against a long cache at Gemma 4 head sizes: many keys per softmax, K/V stored in each
-// cache dtype.
+// cache dtype. The threads split the slots from the first visible one to the last: a few filled
+// slots at the front of a ring (the rest empty), a filled array with an empty tail (the window
+// leaves only its middle), visible keys scattered at random, none at all.
 TEST(AttentionLong, DecodeOverLongCache) {
   ThreadPool pool(2);
   for (int64_t D : {256, 512}) {
@@ -49,6 +51,8 @@ TEST(AttentionLong, DecodeOverLongCache) {
                      " kv=" + KvDtypeName(dtype));
         EXPECT_LE(RunAndCompare(pool, Layout::kRing, s, true, 7, 0.0f, dtype), kTol);
         EXPECT_LE(RunAndCompare(pool, Layout::kPrefill, s, false, 8, 0.0f, dtype), kTol);
+        EXPECT_LE(RunAndCompare(pool, Layout::kRandom, s, false, 11, 0.0f, dtype), kTol);
+        EXPECT_LE(RunAndCompare(pool, Layout::kAllEmpty, s, false, 12, 0.0f, dtype), kTol);
       }
     }
   }

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/q8_blocks.h"
@@ -284,6 +285,23 @@ int64_t VisibleSlots(const AttentionArgs& a, int64_t qp, int64_t b0, int64_t b1,
   return nv;
 }
 
+// The slots [lo, hi) from the first to the last one a query at position qp sees (lo == hi: none).
+// A full layer's array is reserved past its filled slots (it grows by half at a time, and a
+// kept cache keeps its array), so split decode cuts this range, not [0, S): halving [0, S) gave
+// one thread every filled key of a cache grown to 1.5x its positions, the other a third of them.
+// Scans only the empty ends.
+std::pair<int64_t, int64_t> VisibleExtent(const AttentionArgs& a, int64_t qp) {
+  auto visible = [&](int64_t s) {
+    const int64_t kp = a.k_pos[s];
+    return kp >= 0 && kp <= qp && (a.window <= 0 || qp - kp < a.window);
+  };
+  int64_t hi = a.S;
+  while (hi > 0 && !visible(hi - 1)) --hi;
+  int64_t lo = 0;
+  while (lo < hi && !visible(lo)) ++lo;
+  return {lo, hi};
+}
+
 // One block of one head's online softmax: pg's nv scores scaled, then made exp(s - m) against
 // the running max m. When the block raises m, the output so far (o: [D]) and its sum l are
 // rescaled to the new max first (nothing to rescale before the first block: l is 0 until then,
@@ -483,14 +501,19 @@ void AttendSplitKeys(ThreadPool& pool, const AttentionArgs& a, Kv<KT> kv, int64_
   float* const m_parts = m_buf.data();
   double* const l_parts = l_buf.data();
   int64_t* const nv_parts = nv_buf.data();
+  thread_local std::vector<std::pair<int64_t, int64_t>> extent_buf;  // per token
+  extent_buf.resize(static_cast<size_t>(a.T));
+  for (int64_t t = 0; t < a.T; ++t) extent_buf[t] = VisibleExtent(a, a.q_pos[t]);
+  const std::pair<int64_t, int64_t>* const extent = extent_buf.data();
   pool.ParallelFor(items, 1, [&](int64_t begin, int64_t end) {
     Scratch& scratch = ScratchFor(kDecodeKeyBlock, per_kv);
     for (int64_t i = begin; i < end; ++i) {
       const int64_t pair = i / splits, sp = i % splits;
       const int64_t t = pair / a.n_kv_heads, kvh = pair % a.n_kv_heads;
       Partial part{o_parts + i * per_kv * D, m_parts + i * per_kv, l_parts + i * per_kv, 0};
-      AttendKeys(a, kv, t, kvh, kvh * per_kv, (kvh + 1) * per_kv, a.S * sp / splits,
-                 a.S * (sp + 1) / splits, scratch, &part);
+      const auto [lo, hi] = extent[t];
+      AttendKeys(a, kv, t, kvh, kvh * per_kv, (kvh + 1) * per_kv, lo + (hi - lo) * sp / splits,
+                 lo + (hi - lo) * (sp + 1) / splits, scratch, &part);
       nv_parts[i] = part.nv;
     }
   });
