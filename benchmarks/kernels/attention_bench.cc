@@ -1,10 +1,10 @@
 // Benchmarks of g4::cpu::Attention at Gemma 4 E2B shapes (8 query heads on one KV head; head
 // dim 256 on sliding layers, 512 on global ones). Decode: one token over P cached positions
 // (in an array of P or 1.5 P slots), K/V stored as f32, bf16 or q8, reported as bytes of K/V
-// read per second. Each run attends over
-// the next of several caches totalling >= 256 MiB, so the K/V come from DRAM as they do in the
-// model (where a layer's cache was last touched a whole step ago). A decode step is bound by
-// these bytes when the GB/s approach the machine's read bandwidth (g4_kernel_bench's BM_ReadBandwidth).
+// read per second. Each run attends over the next of several caches totalling >= 256 MiB, so
+// the K/V come from DRAM as they do in the model (where a layer's cache was last touched a
+// whole step ago). A decode step is bound by these bytes when the GB/s approach the machine's
+// read bandwidth (g4_kernel_bench's BM_ReadBandwidth).
 // Prefill: a chunk of 512 tokens at the end of S positions, in tokens and GFLOP/s.
 // Run: g4_kernel_bench --benchmark_filter=Attention; all threads of the machine are used.
 

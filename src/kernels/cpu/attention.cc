@@ -308,7 +308,7 @@ int64_t VisibleSlots(const AttentionArgs& a, int64_t qp, int64_t b0, int64_t b1,
 // The slots [lo, hi) from the first to the last one a query at position qp sees (lo == hi: none).
 // A full layer's array is reserved past its filled slots (it grows by half at a time, and a
 // kept cache keeps its array), so split decode cuts this range, not [0, S): halving [0, S) gave
-// one thread every filled key of a cache grown to 1.5x its positions, the other a third of them.
+// one thread every filled key of a cache grown to 1.5x its positions, the other a third as many.
 // Scans only the empty ends.
 std::pair<int64_t, int64_t> VisibleExtent(const AttentionArgs& a, int64_t qp) {
   auto visible = [&](int64_t s) {
