@@ -292,15 +292,18 @@ struct Scratch {
 // Keys a decode pass scores before it sums their values: 8 heads' scores are 16 KB.
 constexpr int64_t kDecodeKeyBlock = 512;
 
-// vis[0 .. n) = the slots in [b0, b1) that a query at position qp sees; returns n. The mask
-// comes from absolute positions (int64 so q_pos - k_pos cannot overflow).
+// Whether a query at position qp sees slot s. The mask comes from absolute positions (int64 so
+// q_pos - k_pos cannot overflow).
+HWY_INLINE bool SlotVisible(const AttentionArgs& a, int64_t qp, int64_t s) {
+  const int64_t kp = a.k_pos[s];
+  return kp >= 0 && kp <= qp && (a.window <= 0 || qp - kp < a.window);
+}
+
+// vis[0 .. n) = the slots in [b0, b1) that a query at position qp sees; returns n.
 int64_t VisibleSlots(const AttentionArgs& a, int64_t qp, int64_t b0, int64_t b1, int32_t* vis) {
   int64_t nv = 0;
   for (int64_t s = b0; s < b1; ++s) {
-    const int64_t kp = a.k_pos[s];
-    if (kp >= 0 && kp <= qp && (a.window <= 0 || qp - kp < a.window)) {
-      vis[nv++] = static_cast<int32_t>(s);
-    }
+    if (SlotVisible(a, qp, s)) vis[nv++] = static_cast<int32_t>(s);
   }
   return nv;
 }
@@ -311,14 +314,10 @@ int64_t VisibleSlots(const AttentionArgs& a, int64_t qp, int64_t b0, int64_t b1,
 // one thread every filled key of a cache grown to 1.5x its positions, the other a third as many.
 // Scans only the empty ends.
 std::pair<int64_t, int64_t> VisibleExtent(const AttentionArgs& a, int64_t qp) {
-  auto visible = [&](int64_t s) {
-    const int64_t kp = a.k_pos[s];
-    return kp >= 0 && kp <= qp && (a.window <= 0 || qp - kp < a.window);
-  };
   int64_t hi = a.S;
-  while (hi > 0 && !visible(hi - 1)) --hi;
+  while (hi > 0 && !SlotVisible(a, qp, hi - 1)) --hi;
   int64_t lo = 0;
-  while (lo < hi && !visible(lo)) ++lo;
+  while (lo < hi && !SlotVisible(a, qp, lo)) ++lo;
   return {lo, hi};
 }
 
