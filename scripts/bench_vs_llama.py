@@ -3,7 +3,7 @@
 
     scripts/bench_vs_llama.py MODEL.gguf [--contexts 41,512,2048] [--rounds 3] [--threads 2]
                               [--matvec exact,q8] [--decode 64] [--g4 build/g4]
-                              [--g4-model DIR] [--kv-dtype f32|bf16|q8]
+                              [--g4-model DIR] [--kv-dtype f32|bf16|q8] [--head auto|q8_0|q6_k]
 
 Each round runs `g4 bench` once per --matvec (prefill of each context from empty; decode of
 --decode tokens after it) and then, when LLAMA_BENCH names a llama-bench binary, llama-bench on
@@ -14,7 +14,8 @@ LLAMA_BENCH only g4's columns are printed. Nothing is built or downloaded here: 
 built outside this repository (see docs/speed.md). --g4-model gives g4 another checkpoint of the
 same shapes (a W4A16 directory against llama.cpp's Q4_0 file of the same model). --kv-dtype is
 g4's KV cache storage (llama-bench keeps its default, f16). The decode line at the end gives each
-engine's decode at the last context against the first (the depth cost).
+engine's decode at the last context against the first (the depth cost). --head is g4's LM head
+(`g4 --head`; llama-bench reads the file's own).
 """
 import argparse
 import json
@@ -25,12 +26,12 @@ import sys
 import tempfile
 
 
-def run_g4(g4, model, contexts, decode, threads, matvec, kv_dtype):
+def run_g4(g4, model, contexts, decode, threads, matvec, kv_dtype, head):
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
         subprocess.run(
             [g4, "bench", "--model", model, "--contexts", ",".join(map(str, contexts)),
              "--decode", str(decode), "--threads", str(threads), "--matvec", matvec,
-             "--kv-dtype", kv_dtype, "--json", f.name],
+             "--kv-dtype", kv_dtype, "--head", head, "--json", f.name],
             check=True, capture_output=True, text=True)
         j = json.load(open(f.name))
     runs = {r["context"]: r for r in j["runs"]}
@@ -66,6 +67,7 @@ def main():
     ap.add_argument("--g4", default="build/g4")
     ap.add_argument("--g4-model", default="", help="g4 reads this instead of MODEL")
     ap.add_argument("--kv-dtype", default="f32", help="g4's KV cache storage")
+    ap.add_argument("--head", default="auto", help="g4's LM head (g4 --head)")
     a = ap.parse_args()
     contexts = [int(c) for c in a.contexts.split(",")]
     matvecs = a.matvec.split(",")
@@ -75,7 +77,7 @@ def main():
     for r in range(a.rounds):
         for m in matvecs:
             res, bw, roof = run_g4(a.g4, a.g4_model or a.model, contexts, a.decode, a.threads, m,
-                                   a.kv_dtype)
+                                   a.kv_dtype, a.head)
             g4[m].append(res)
             bandwidth.append(bw)
             roofline.append(roof)
@@ -91,7 +93,8 @@ def main():
         return statistics.median(s[c][i] for s in samples)
 
     g4_model = f" (g4: {os.path.basename(a.g4_model.rstrip('/'))})" if a.g4_model else ""
-    print(f"model {os.path.basename(a.model)}{g4_model}, g4 KV {a.kv_dtype}, {a.threads} threads, "
+    print(f"model {os.path.basename(a.model)}{g4_model}, g4 KV {a.kv_dtype}, g4 head {a.head}, "
+          f"{a.threads} threads, "
           f"{a.rounds} rounds (medians), decode {a.decode} tokens; g4 read bandwidth "
           f"{min(bandwidth):.1f}-{max(bandwidth):.1f} GB/s, "
           f"roofline {statistics.median(roofline):.1f} tok/s")

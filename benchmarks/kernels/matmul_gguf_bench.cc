@@ -251,6 +251,9 @@ BENCHMARK(BM_MatVecQ8aPacked)
     ->ArgsProduct({{1536}, {6144}, {static_cast<int64_t>(QuantKind::kQ4_0)}, {64}, {0, 1}, {0}})
     ->ArgsProduct({{2048}, {640}, {static_cast<int64_t>(QuantKind::kQ5_0)}, {256}, {0, 1}, {0, 1}})
     ->ArgsProduct({{262144}, {640}, {static_cast<int64_t>(QuantKind::kQ8_0)}, {1}, {0, 1}, {0}})
+    // E2B's head as a GGUF file stores it (Q6_K) and as the Q8_0 copy made where it is not packed.
+    ->ArgsProduct({{262144}, {1536}, {static_cast<int64_t>(QuantKind::kQ6_K),
+                                      static_cast<int64_t>(QuantKind::kQ8_0)}, {1}, {0, 1}, {0}})
     ->ArgsProduct({{262144}, {1536}, {static_cast<int64_t>(QuantKind::kQ4_0)}, {1}, {0, 1}, {0, 1}})
     ->ArgNames({"N", "K", "kind", "count", "packed", "threads"})
     ->UseRealTime()
@@ -294,6 +297,7 @@ BENCHMARK(BM_MatMulGguf)
     ->Args({2048, 640, static_cast<int64_t>(QuantKind::kQ5_0), 512, 0, 0})
     ->Args({640, 2048, static_cast<int64_t>(QuantKind::kQ6_K), 512, 1, 1})  // 270M's down
     ->Args({640, 2048, static_cast<int64_t>(QuantKind::kQ6_K), 512, 1, 0})
+    ->Args({640, 2048, static_cast<int64_t>(QuantKind::kQ6_K), 512, 1, 2})
     ->Args({640, 1024, static_cast<int64_t>(QuantKind::kQ4_K), 512, 1, 1})  // 270M's o
     ->Args({640, 1024, static_cast<int64_t>(QuantKind::kQ4_K), 512, 1, 0})
     ->ArgNames({"N", "K", "kind", "T", "threads", "q8"})

@@ -8,7 +8,9 @@ StatusOr<HeadMode> ParseHeadMode(const std::string& name) {
   if (name == "q8") return HeadMode::kQ8;
   if (name == "q4") return HeadMode::kQ4;
   if (name == "q8_0") return HeadMode::kQ8_0;
-  return InvalidArgument("unknown head mode '" + name + "' (expected auto, bf16, q8, q4, q8_0)");
+  if (name == "q6_k") return HeadMode::kQ6_K;
+  return InvalidArgument("unknown head mode '" + name +
+                         "' (expected auto, bf16, q8, q4, q8_0, q6_k)");
 }
 
 const char* HeadModeName(HeadMode mode) {
@@ -18,6 +20,7 @@ const char* HeadModeName(HeadMode mode) {
     case HeadMode::kQ8: return "q8";
     case HeadMode::kQ4: return "q4";
     case HeadMode::kQ8_0: return "q8_0";
+    case HeadMode::kQ6_K: return "q6_k";
   }
   return "?";
 }

@@ -21,8 +21,11 @@ enum class HeadMode {
   kQ4,        // int4, groups of 32, bf16 scales: the W4A16 scheme (0.23 GB on E2B)
   kQ8_0,      // GGUF Q8_0 blocks (int8, an f16 scale per 32): what kAuto picks with int8
               // activations when the stored head is a block kind the backend does not pack
+  kQ6_K,      // GGUF Q6_K blocks (6.56 bits a weight, 0.33 GB on E2B): the head llama.cpp's
+              // Q4_0 / Q4_K_M files carry; with int8 activations, where the backend packs it
 };
-// "auto" | "bf16" | "q8" | "q4" | "q8_0"; InvalidArgument naming the accepted values otherwise.
+// "auto" | "bf16" | "q8" | "q4" | "q8_0" | "q6_k"; InvalidArgument naming the accepted values
+// otherwise.
 StatusOr<HeadMode> ParseHeadMode(const std::string& name);
 const char* HeadModeName(HeadMode mode);
 

@@ -196,13 +196,13 @@ int GreedyMatches(const CausalLM& model, Backend& backend, const json& cases,
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     if (!r.ok() || r->tokens.size() != want.size()) return -1;
     // Up to the first step where transformers' top two are closer than near_tie, the ids must
-    // be equal; past it the two engines may take either branch.
+    // be equal; from it on the two engines may take either branch.
     const auto& margin = c["greedy_top1_top2_margin"];
     size_t k = 0;
     for (; k < want.size(); ++k) {
+      if (margin[k].get<double>() < near_tie) break;
       EXPECT_EQ(r->tokens[k], want[k]) << "greedy step " << k;
       if (r->tokens[k] != want[k]) return -1;
-      if (margin[k].get<double>() < near_tie) break;
     }
     full += k == want.size();
   }
@@ -255,11 +255,13 @@ TEST_F(Gemma3RealTest, Bf16KvCacheStaysCloseToF32) {
 // --kv-dtype q8 (int8 blocks of 32): measured 1.00004x the f32 cache's perplexity, mean KL
 // 4.7e-4 nats, same top token 99.0% a token at a time (docs/speed.md). The bound for a
 // quantized path is 0.5% of perplexity. Its rounding moves logits more than f32's order does:
-// it took the other branch of a step whose transformers margin is 0.005 (france-bos, step 25),
-// so steps within ten times that may go either way.
+// it took the other branch of a step whose transformers margin is 0.005 (france-bos, step 25)
+// and, on an AVX2 VM (another f32 order in attention and the matmuls), of one whose margin is
+// 0.056 (question, step 21), so steps from one within 0.1 on may go either way: every case is
+// checked up to such a step, and 5 of the 13 have none.
 TEST_F(Gemma3RealTest, Q8KvCacheStaysCloseToF32) {
   Backend q8(BackendKind::kCpu, 0, MatVec::kExact, KvDtype::kQ8);
-  EXPECT_GE(GreedyMatches(*model_, q8, Cases(), /*near_tie=*/0.05), 8);
+  EXPECT_GE(GreedyMatches(*model_, q8, Cases(), /*near_tie=*/0.1), 5);
   ExpectKvDtypeCloseToF32(*model_, cpu_, q8, PerplexityTokens(), (*manifest_)["perplexity"],
                           *tokenizer_, 0.005, 2e-3, 0.97);
 }

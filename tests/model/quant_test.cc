@@ -360,6 +360,30 @@ TEST_F(QuantModelTest, QuantizedHeadErrorIsSmall) {
   }
 }
 
+// The Q6_K head copy (llama.cpp's head in its Q4 files) on the MoE model, whose hidden size of
+// 256 is one Q6_K block: its error beside the Q8_0 copy's (measured on this random model: q8_0
+// 0.5%, q6_k 2.1% of max |logit|). The tiny model's 64 cannot be Q6_K blocks: its load fails
+// and says why.
+TEST_F(QuantModelTest, Q6KHeadErrorIsSmallAndNeedsBlocksOf256) {
+  const fs::path dir = TestDir(Tag("26b-a4b-like", "w4a16"));
+  const std::vector<float> base = Logits(*LoadOrDie(dir, HeadMode::kAsStored), BackendKind::kCpu);
+  const double scale = MaxAbs(base);
+  for (auto [mode, bound] : {std::pair{HeadMode::kQ8_0, 0.01}, {HeadMode::kQ6_K, 0.04}}) {
+    const std::vector<float> l = Logits(*LoadOrDie(dir, mode), BackendKind::kCpu);
+    ASSERT_EQ(l.size(), base.size());
+    const double err = MaxAbsDiff(l, base) / scale;
+    std::printf("head %s: max |logits - bf16 head| = %.3g of max |logit|\n", HeadModeName(mode),
+                err);
+    EXPECT_LE(err, bound) << HeadModeName(mode);
+    EXPECT_GT(err, 0) << HeadModeName(mode);  // a copy was made and used
+  }
+  LoadOptions options;
+  options.head = HeadMode::kQ6_K;
+  auto tiny = Gemma4Model::Load(TestDir("w4a16").string(), options);
+  ASSERT_FALSE(tiny.ok());
+  EXPECT_NE(tiny.status().message().find("LM head"), std::string::npos) << tiny.status().message();
+}
+
 // Tensor-level errors of a pack-quantized checkpoint name the tensor and what was expected.
 class QuantLoadErrorsTest : public ::testing::Test {
  protected:

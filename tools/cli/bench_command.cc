@@ -260,14 +260,15 @@ StatusOr<std::vector<float>> HeadLogits(const std::string& dir, HeadMode mode, B
   return m->Forward(be, prompt);
 }
 
-// Error of the q8, q4 and q8_0 head copies against the bf16 head on `prompt`: max |diff| /
+// Error of the q8, q4, q8_0 and q6_k head copies against the bf16 head on `prompt`: max |diff| /
 // max |logit|, rms diff / rms logit, top-1 agreement, mean KL(bf16 || quantized) in nats.
 StatusOr<ordered_json> HeadError(const std::string& dir, Backend& be, const ModelInfo& c,
                                  const std::vector<int32_t>& prompt) {
   G4_ASSIGN_OR_RETURN(const std::vector<float> base, HeadLogits(dir, HeadMode::kAsStored, be, prompt));
   const int64_t V = c.vocab_size, T = static_cast<int64_t>(prompt.size());
   ordered_json out;
-  for (HeadMode mode : {HeadMode::kQ8, HeadMode::kQ4, HeadMode::kQ8_0}) {
+  for (HeadMode mode : {HeadMode::kQ8, HeadMode::kQ4, HeadMode::kQ8_0, HeadMode::kQ6_K}) {
+    if (mode == HeadMode::kQ6_K && c.hidden_size % 256 != 0) continue;  // 256-wide blocks
     G4_ASSIGN_OR_RETURN(const std::vector<float> q, HeadLogits(dir, mode, be, prompt));
     double max_ref = 0, max_diff = 0, ss_ref = 0, ss_diff = 0, kl = 0;
     int64_t agree = 0;
@@ -616,7 +617,8 @@ RunFn AddBenchCommand(CLI::App& app) {
                   "Record decode steps as CUDA graphs and replay them, where the backend can "
                   "(true; false: op by op)");
   sub->add_flag("--head-error", a->head_error,
-                "Logits error of the q8 / q4 LM head copies vs bf16 (extra loads + forwards)");
+                "Logits error of the q8 / q4 / q8_0 / q6_k LM head copies vs bf16 (extra loads + "
+                "forwards)");
   return [a] { return Run(*a); };
 }
 

@@ -633,11 +633,10 @@ void RowsAllTokens(const Shape& s, Path path, const std::vector<QuantX>& xt, int
   }
 }
 
-// Whether path has a kernel for the panels of kind (PacksQ8aPanels): vnni512 for every kind
-// packed, AVX2 for all but Q6_K.
+// Whether path has a kernel for the panels of kind (PacksQ8aPanels): vnni512 and AVX2.
 bool PanelKernelFor(Path path, QuantKind kind) {
-  if (!PacksQ8aPanels(kind, 256)) return false;  // 256: a K every packed kind accepts
-  return path == Path::kVnni512 || (path == Path::kAvx2 && kind != QuantKind::kQ6_K);
+  // 256: a K every packed kind accepts
+  return PacksQ8aPanels(kind, 256) && (path == Path::kVnni512 || path == Path::kAvx2);
 }
 
 // Int4 groups of 32, packed (UsesQ8Activations): their Q4_0 panels, or their rows where a test

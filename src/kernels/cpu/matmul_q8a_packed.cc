@@ -594,6 +594,7 @@ void MatMulQ8aPacked(ThreadPool& pool, const TensorView& w, const float* x, int6
 
 void MatMulQ8aPackedAvx2(ThreadPool& pool, const TensorView& w, const float* x, int64_t T,
                          float* y) {
+  if (w.quant.kind == QuantKind::kQ6_K) return MatMulQ8aPackedQ6KAvx2(pool, w, x, T, y);
 #if G4_Q8A_X86
   const Layout l = LayoutOf(w.quant.kind, w.dim(0), w.dim(1));
   const PackedX& q = CallerX(pool, l, x, T);

@@ -1,9 +1,9 @@
-// Load-time repacked weights for the CPU MatMulQ8a (ops/matmul_q8a.h) on AVX-512 VNNI (Q4_0,
-// Q5_0, Q8_0 and Q6_K) and AVX2 (the first three): rows (matmul_q8a_packed_q6k.h) regrouped into panels of 16 rows in which
-// int32 lane r of a 64-byte line is row r, at the file's own bit width (a Q4_0 panel is as many
-// bytes as its 16 rows). Decode and
-// prefill both read them: a thread streams its panels front to back (one stream, which the
-// prefetchers follow), 16 rows share every load of x, and no panel is built per call.
+// Load-time repacked weights for the CPU MatMulQ8a (ops/matmul_q8a.h) on AVX-512 VNNI and AVX2
+// (Q4_0, Q5_0, Q8_0 and Q6_K, matmul_q8a_packed_q6k.h): rows regrouped into panels of 16 rows in
+// which int32 lane r of a 64-byte line is row r, at the file's own bit width (a Q4_0 panel is as
+// many bytes as its 16 rows). Decode and prefill both read them: a thread streams its panels
+// front to back (one stream, which the prefetchers follow), 16 rows share every load of x, and
+// no panel is built per call.
 #pragma once
 
 #include <cstdint>
@@ -36,8 +36,7 @@ PackedWeight PackQ8aPanelsFrom(ThreadPool& pool, QuantKind kind, int64_t N, int6
 // y: [T, N] = x: [T, K] w^T with x's rows quantized as MatMulQ8a does, through w.quant.panels.
 // Only where AVX-512 F/BW/VL + VNNI run (the caller's path choice).
 void MatMulQ8aPacked(ThreadPool& pool, const TensorView& w, const float* x, int64_t T, float* y);
-// The same for Q4_0 / Q5_0 / Q8_0 panels where AVX2 runs (and AVX-512 VNNI does not, or a test
-// pinned AVX2).
+// The same where AVX2 runs (and AVX-512 VNNI does not, or a test pinned AVX2).
 void MatMulQ8aPackedAvx2(ThreadPool& pool, const TensorView& w, const float* x, int64_t T,
                          float* y);
 

@@ -17,22 +17,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "core/q8_blocks.h"
 #include "kernels/cpu/q8_blocks.h"
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define G4_Q6P_X86 1
-// GCC 12 reports its own _mm512_undefined_* placeholders as uninitialized (as in matmul_q8a.cc).
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#define G4_TARGET_VNNI \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,f16c,fma")))
-#else
-#define G4_Q6P_X86 0
-#endif
+#include "kernels/cpu/q8a_x86.h"
 
 namespace g4::cpu {
 namespace {
@@ -66,7 +57,19 @@ void QuantizeRows(ThreadPool& pool, const float* x, int64_t T, int64_t K, Q6X& q
   pool.ParallelFor(T, 1, rows);
 }
 
-#if G4_Q6P_X86
+// x quantized into the calling thread's buffer, which the pool's workers then read.
+const Q6X& CallerX(ThreadPool& pool, const float* x, int64_t T, int64_t K) {
+  thread_local Q6X caller_x;
+  QuantizeRows(pool, x, T, K, caller_x);
+  return caller_x;
+}
+
+// Panels a decode chunk takes: at least 64 KiB of them.
+int64_t DecodeGrain(int64_t K) {
+  return std::max<int64_t>(1, (int64_t{64} << 10) / Q6KPanelBytes(K));
+}
+
+#if G4_Q8A_X86
 constexpr int64_t kAhead = 1024;  // bytes ahead of the block being read that it is prefetched
 
 // The 6-bit values of part j (0-3: the four rows of the table above) of lines a (ql at 64h +
@@ -210,7 +213,192 @@ void TileRowsOfX(const uint8_t* packed, int64_t N, int64_t K, const Q6X& x, int6
     default: return Tile<kG, 4>(packed, N, K, x, p0, t0, y);
   }
 }
-#endif  // G4_Q6P_X86
+
+// ---- avx2 ---------------------------------------------------------------------------------
+// The same panels read 8 rows at a time: a 64-byte line's first 32 bytes are rows 0-7, the
+// next 32 rows 8-15. vpmaddubsw sums pairs of u (< 64) times xq in int16; two of those, 4 x 63
+// x 128 = 32256, still fit before vpmaddwd widens them. A group of 16 values is 4 lines of one
+// part j, so the groups run one after another with their sums in a few registers (the 16 of
+// the vnni512 kernel do not fit AVX2's 16 registers beside the rest).
+
+// Bytes ahead that a group prefetches its share of: a block and a bit. E2B's Q6_K head from
+// DRAM, 2 threads, medians of 3 alternated 3 times: 19.4-22.4 ms at 2048, 17.6-22.5 at 4096,
+// 17.5-20.3 at 6144 (the Q8_0 copy: 22.8-26.1).
+constexpr int64_t kAheadAvx2 = 4096;
+constexpr int kLinesPerBlock = kBlockBytes / 64;
+// The group helpers must fold into one function: called, their __m256 arguments go through
+// memory.
+#define G4_ALWAYS_INLINE __attribute__((always_inline))
+
+template <int kJ>
+G4_TARGET_AVX2 inline __m256i PartAvx2(__m256i a, __m256i c) {
+  const __m256i low4 = _mm256_set1_epi8(0x0f), top2 = _mm256_set1_epi8(0x30);
+  const __m256i nib = kJ < 2 ? _mm256_and_si256(a, low4)
+                             : _mm256_and_si256(_mm256_srli_epi16(a, 4), low4);
+  __m256i hi;
+  if constexpr (kJ == 0) hi = _mm256_slli_epi16(c, 4);
+  if constexpr (kJ == 1) hi = _mm256_slli_epi16(c, 2);
+  if constexpr (kJ == 2) hi = c;
+  if constexpr (kJ == 3) hi = _mm256_srli_epi16(c, 2);
+  return _mm256_or_si256(nib, _mm256_and_si256(hi, top2));
+}
+
+// Where TileAvx2's tile reads in panel block b: its bytes, and x's values, sums of 16 and
+// scales of that block for the tile's first row of x (the next rows kxq, ksx, kdx further on).
+struct TileAt {
+  const uint8_t* block;
+  const int8_t* xq;
+  const int32_t* sx16;
+  const float* dx;
+  int64_t kxq, ksx, kdx;
+  int h0;  // the tile's rows: 8 h0 .. of the panel
+};
+
+// Group kG (part j of lines 4 (kG % 2) .. + 3 of half kG / 8) into acc: its integer sums, then
+// scale d of the rows times the group's int8 scale times x's block scale. Every offset is a
+// constant: with g and j known at run time, the address arithmetic cost as many instructions
+// as the SIMD work.
+template <int kX, int kH, int kG>
+G4_TARGET_AVX2 G4_ALWAYS_INLINE inline void GroupAvx2(const TileAt& at, const __m256 (&d)[kH],
+                                                       __m256 (&acc)[kX][kH]) {
+  constexpr bool kPair = kX * kH <= 2;  // int16 pairs of lines: registers for few tiles only
+  constexpr int kJ = kG % 8 / 2, kHb = kG / 8, k0 = 4 * (kG % 2);
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i dot[kX][kH], s[kX][kH];
+  for (int t = 0; t < kX; ++t) {
+    const int32_t sx = at.sx16[t * at.ksx + kG];
+    for (int h = 0; h < kH; ++h) dot[t][h] = _mm256_set1_epi32(-32 * sx);
+  }
+  for (int k = k0; k < k0 + 4; ++k) {
+    const uint8_t* lines = at.block + 64 * 3 * (8 * kHb + k);
+    __m256i u[kH];
+    for (int h = 0; h < kH; ++h) {
+      const int64_t off = 32 * (at.h0 + h);
+      u[h] = PartAvx2<kJ>(
+          _mm256_load_si256(reinterpret_cast<const __m256i*>(lines + 64 * (kJ % 2) + off)),
+          _mm256_load_si256(reinterpret_cast<const __m256i*>(lines + 128 + off)));
+    }
+    for (int t = 0; t < kX; ++t) {
+      const __m256i xv = x86::Broadcast4Avx2(at.xq + t * at.kxq, 128 * kHb + 32 * kJ + 4 * k);
+      for (int h = 0; h < kH; ++h) {
+        const __m256i m = _mm256_maddubs_epi16(u[h], xv);
+        if constexpr (kPair) {
+          if (k % 2 == 0) {
+            s[t][h] = m;
+            continue;
+          }
+          dot[t][h] = _mm256_add_epi32(dot[t][h],
+                                       _mm256_madd_epi16(_mm256_add_epi16(s[t][h], m), ones));
+        } else {
+          dot[t][h] = _mm256_add_epi32(dot[t][h], _mm256_madd_epi16(m, ones));
+        }
+      }
+    }
+  }
+  __m256 sc[kH];
+  for (int h = 0; h < kH; ++h) {
+    const __m128i bytes = _mm_loadl_epi64(
+        reinterpret_cast<const __m128i*>(at.block + kScalesAt + 16 * kG + 8 * (at.h0 + h)));
+    sc[h] = _mm256_mul_ps(d[h], _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes)));
+  }
+  for (int t = 0; t < kX; ++t) {
+    const __m256 dx = _mm256_set1_ps(at.dx[t * at.kdx + kG / 2]);
+    for (int h = 0; h < kH; ++h) {
+      acc[t][h] =
+          _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[t][h]), _mm256_mul_ps(sc[h], dx), acc[t][h]);
+    }
+  }
+}
+
+// Group kG after prefetching its share of a block ahead (a few lines a group, not a burst per
+// block).
+template <int kX, int kH, int kG>
+G4_TARGET_AVX2 G4_ALWAYS_INLINE inline void FetchGroupAvx2(const TileAt& at, bool fetch,
+                                                            const __m256 (&d)[kH],
+                                                            __m256 (&acc)[kX][kH]) {
+  if (fetch) {
+    for (int l = kLinesPerBlock * kG / 16; l < kLinesPerBlock * (kG + 1) / 16; ++l) {
+      _mm_prefetch(reinterpret_cast<const char*>(at.block + kAheadAvx2 + 64 * l), _MM_HINT_T0);
+    }
+  }
+  // Keeps the compiler from gathering the 16 groups' prefetches into one burst at the top of
+  // the block (constant offsets let it; the burst ran E2B's head at 24-35 ms, spread at 16-18).
+  asm volatile("" ::: "memory");
+  GroupAvx2<kX, kH, kG>(at, d, acc);
+}
+
+// The 16 groups of a block in order.
+template <int kX, int kH, int... kG>
+G4_TARGET_AVX2 G4_ALWAYS_INLINE inline void BlockAvx2(const TileAt& at, bool fetch,
+                                                       const __m256 (&d)[kH],
+                                                       __m256 (&acc)[kX][kH],
+                                                       std::integer_sequence<int, kG...>) {
+  (FetchGroupAvx2<kX, kH, kG>(at, fetch, d, acc), ...);
+}
+
+// Rows 8 h0 .. 8 (h0 + kH) - 1 of panel p against kX rows of x from t0 (y: [T, N]). Decode
+// takes both halves in one pass (kH = 2), prefill one half at a time.
+template <int kX, int kH>
+G4_TARGET_AVX2 void TileAvx2(const uint8_t* packed, int64_t N, int64_t K, const Q6X& x,
+                             int64_t p, int64_t t0, int h0, float* y) {
+  const int64_t blocks = K / 256;
+  const uint8_t* panel = packed + p * blocks * kBlockBytes;
+  const bool fetch = t0 == 0 && h0 == 0;  // the first pass over the panel
+  __m256 acc[kX][kH];
+  for (int t = 0; t < kX; ++t) {
+    for (int h = 0; h < kH; ++h) acc[t][h] = _mm256_setzero_ps();
+  }
+  for (int64_t b = 0; b < blocks; ++b) {
+    const TileAt at{panel + b * kBlockBytes,
+                    x.xq.data() + t0 * K + 256 * b,
+                    x.sx16.data() + t0 * (K / 16) + 16 * b,
+                    x.dx.data() + t0 * (K / kQ8Block) + 8 * b,
+                    K,
+                    K / 16,
+                    K / kQ8Block,
+                    h0};
+    __m256 d[kH];
+    for (int h = 0; h < kH; ++h) {
+      d[h] = _mm256_cvtph_ps(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(at.block + kDAt + 16 * (h0 + h))));
+    }
+    BlockAvx2<kX, kH>(at, fetch, d, acc, std::make_integer_sequence<int, 16>{});
+  }
+  const int64_t r0 = p * kRows + 8 * h0;  // first row of the tile
+  const int64_t rows = std::clamp<int64_t>(N - r0, 0, 8 * kH);
+  for (int t = 0; t < kX; ++t) {
+    alignas(32) float full[8 * kH];
+    for (int h = 0; h < kH; ++h) _mm256_store_ps(full + 8 * h, acc[t][h]);
+    std::copy_n(full, rows, y + (t0 + t) * N + r0);
+  }
+}
+
+template <int kX>
+G4_TARGET_AVX2 void HalvesAvx2(const uint8_t* packed, int64_t N, int64_t K, const Q6X& x,
+                               int64_t p, int64_t t0, float* y) {
+  TileAvx2<kX, 1>(packed, N, K, x, p, t0, 0, y);
+  if (N > p * kRows + 8) TileAvx2<kX, 1>(packed, N, K, x, p, t0, 1, y);
+}
+
+// Panels [begin, end) against every row of x (T of them); T > 1 in tiles of 4 rows of x.
+G4_TARGET_AVX2 void PanelsAvx2(const uint8_t* packed, int64_t N, int64_t K, const Q6X& x,
+                               int64_t T, int64_t begin, int64_t end, float* y) {
+  for (int64_t p = begin; p < end; ++p) {
+    if (T == 1) {
+      TileAvx2<1, 2>(packed, N, K, x, p, 0, 0, y);
+      continue;
+    }
+    for (int64_t t0 = 0; t0 < T; t0 += 4) {
+      switch (std::min<int64_t>(4, T - t0)) {
+        case 1: HalvesAvx2<1>(packed, N, K, x, p, t0, y); break;
+        case 2: HalvesAvx2<2>(packed, N, K, x, p, t0, y); break;
+        case 3: HalvesAvx2<3>(packed, N, K, x, p, t0, y); break;
+        default: HalvesAvx2<4>(packed, N, K, x, p, t0, y); break;
+      }
+    }
+  }
+}
+#endif  // G4_Q8A_X86
 
 }  // namespace
 
@@ -241,15 +429,12 @@ void PackPanelQ6K(const TensorView& w, int64_t p, uint8_t* out) {
 
 void MatMulQ8aPackedQ6K(ThreadPool& pool, const TensorView& w, const float* x, int64_t T,
                         float* y) {
-#if G4_Q6P_X86
+#if G4_Q8A_X86
   const int64_t N = w.dim(0), K = w.dim(1), panels = (N + kRows - 1) / kRows;
-  thread_local Q6X caller_x;
-  Q6X& q = caller_x;  // named through a reference: the workers read the caller's
-  QuantizeRows(pool, x, T, K, q);
+  const Q6X& q = CallerX(pool, x, T, K);
   const uint8_t* packed = static_cast<const uint8_t*>(w.quant.panels);
   if (T == 1) {
-    const int64_t grain = std::max<int64_t>(1, (int64_t{64} << 10) / Q6KPanelBytes(K));
-    pool.ParallelFor(panels, grain, [&](int64_t b, int64_t e) {
+    pool.ParallelFor(panels, DecodeGrain(K), [&](int64_t b, int64_t e) {
       DecodePanels(packed, N, K, q, b, e, y);
     });
     return;
@@ -265,6 +450,21 @@ void MatMulQ8aPackedQ6K(ThreadPool& pool, const TensorView& w, const float* x, i
         }
       }
     }
+  });
+#else
+  (void)pool, (void)w, (void)x, (void)T, (void)y;
+#endif
+}
+
+void MatMulQ8aPackedQ6KAvx2(ThreadPool& pool, const TensorView& w, const float* x, int64_t T,
+                            float* y) {
+#if G4_Q8A_X86
+  const int64_t N = w.dim(0), K = w.dim(1), panels = (N + kRows - 1) / kRows;
+  const Q6X& q = CallerX(pool, x, T, K);
+  const uint8_t* packed = static_cast<const uint8_t*>(w.quant.panels);
+  // Decode: chunks of at least 64 KiB, as the vnni512 kernel; prefill: a panel at a time.
+  pool.ParallelFor(panels, T == 1 ? DecodeGrain(K) : 1, [&](int64_t b, int64_t e) {
+    PanelsAvx2(packed, N, K, q, T, b, e, y);
   });
 #else
   (void)pool, (void)w, (void)x, (void)T, (void)y;

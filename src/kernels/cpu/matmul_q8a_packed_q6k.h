@@ -19,4 +19,8 @@ void PackPanelQ6K(const TensorView& w, int64_t p, uint8_t* out);
 void MatMulQ8aPackedQ6K(ThreadPool& pool, const TensorView& w, const float* x, int64_t T,
                         float* y);
 
+// The same on AVX2 (MatMulQ8aPackedAvx2's Q6_K).
+void MatMulQ8aPackedQ6KAvx2(ThreadPool& pool, const TensorView& w, const float* x, int64_t T,
+                            float* y);
+
 }  // namespace g4::cpu

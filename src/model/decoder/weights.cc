@@ -340,9 +340,10 @@ Status MakeLmHead(ModelWeights* w, const LoadOptions& options) {
   if (mode == HeadMode::kAsStored) return Status::Ok();
   ThreadPool pool(options.threads);
   const bool q8 = mode == HeadMode::kQ8;
-  const QuantKind kind = mode == HeadMode::kQ8_0 ? QuantKind::kQ8_0
-                         : q8                    ? QuantKind::kInt8Group
-                                                 : QuantKind::kInt4Group;
+  const QuantKind kind = mode == HeadMode::kQ8_0   ? QuantKind::kQ8_0
+                         : mode == HeadMode::kQ6_K ? QuantKind::kQ6_K
+                         : q8                      ? QuantKind::kInt8Group
+                                                   : QuantKind::kInt4Group;
   auto q = QuantizeWeight(pool, w->embed, kind, q8 ? w->embed.dim(1) : 32,
                           q8 ? DType::kF32 : DType::kBF16);
   if (!q.ok()) return q.status().WithContext("quantizing the LM head");
