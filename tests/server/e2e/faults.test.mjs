@@ -246,9 +246,14 @@ test('SIGTERM under load: every stream ends cleanly, new requests are refused, e
     assert.ok(r.done, `stream ${i} ended without [DONE]`);
     assert.equal(r.error, null);
   }
-  assert.equal(results[0].tokens, 16, 'an in-flight request must finish within the grace');
-  assert.equal(results[1].tokens, 16);
-  for (const r of results.slice(2)) assert.ok(r.tokens < 3500, 'the long streams were cut');
+  // Finished by reaching max_tokens, not cut. Chunks are not tokens: a token whose text is a
+  // partial character is held back and sent with the next one (a CI run counted 15 of 16).
+  assert.equal(results[0].finishReason, 'length',
+               'an in-flight request must finish within the grace');
+  assert.equal(results[1].finishReason, 'length');
+  for (const r of results.slice(2)) {
+    assert.notEqual(r.finishReason, 'length', 'the long streams were cut');
+  }
   const code = await Promise.race([own.exited, sleep(20000).then(() => 'hung')]);
   assert.equal(code, 0, `exit ${code}:\n${own.log()}`);
 });
