@@ -32,7 +32,21 @@ class ThreadPool {
   void ParallelFor(int64_t n, int64_t grain,
                    const std::function<void(int64_t begin, int64_t end)>& fn);
 
+  // As ParallelFor, but [0, n) is cut into up to kPiecesPerThread * size() contiguous pieces of
+  // at least `grain` items, which the threads claim as they finish the last: where items cost
+  // unequal amounts (causal attention tiles) or a thread is held up, no thread waits for
+  // another's whole half. For loops whose pieces cost little to start. A thread may take
+  // several pieces, and one thread all of them.
+  void ParallelForClaimed(int64_t n, int64_t grain,
+                          const std::function<void(int64_t begin, int64_t end)>& fn);
+  static constexpr int kPiecesPerThread = 4;
+
  private:
+  void Run(int64_t n, int64_t grain, bool claimed,
+           const std::function<void(int64_t, int64_t)>& fn);
+  // Claims and runs pieces of loop `count` (of `pieces`) until none is left.
+  void RunClaimed(uint64_t count, int pieces);
+  void PieceDone();
   void WorkerLoop(int index);
 
   int num_threads_;
@@ -46,9 +60,13 @@ class ThreadPool {
   // a field that the next loop rewrites.
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
   int64_t job_n_ = 0;
-  // The loop's count << kChunkBits | its number of chunks: a worker without a chunk learns so
-  // from the counter alone.
+  // The loop's count << kChunkBits | whether its pieces are claimed | its number of chunks: a
+  // worker without a chunk learns so from the counter alone.
   std::atomic<uint64_t> generation_{0};
+  // A claimed loop's count << 32 | its next piece. A worker claims with a compare-exchange that
+  // names the count it saw, so one that wakes after its loop has ended claims nothing of the
+  // next (whose job_ it would not have read).
+  std::atomic<uint64_t> claim_{0};
   std::atomic<int> pending_{0};  // chunks of the current loop not yet done
   // Sleepers announce themselves (seq_cst, then re-check) so that a waker which sees none is
   // certain the sleeper will see its change.
