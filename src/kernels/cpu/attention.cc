@@ -104,7 +104,7 @@ HWY_INLINE float RowAt(Row<KT> r, int64_t e) {
 // step of D: 8 stores to 8 FMAs, BM_AttentionPrefill at 47-49 GFLOP/s on a 2-core Zen 3.)
 template <int N, class F>
 HWY_INLINE void Unrolled(const F& f) {
-  [&]<int... I>(std::integer_sequence<int, I...>) {
+  [&]<int... I>(std::integer_sequence<int, I...>) HWY_ATTR {
     (f(std::integral_constant<int, I>()), ...);
   }(std::make_integer_sequence<int, N>());
 }
@@ -119,7 +119,7 @@ void Scores(const float* const* q, const Rows<KT>& k, const int32_t* vis, int64_
   const DF df;
   const int64_t L = static_cast<int64_t>(hn::Lanes(df));
   const float* qg[NH];
-  Unrolled<NH>([&](auto g) { qg[g] = q[g]; });
+  Unrolled<NH>([&](auto g) HWY_ATTR { qg[g] = q[g]; });
   for (int64_t j = 0; j < nv; j += 2) {
     const bool two = j + 1 < nv;
     const Row<KT> k0 = k[vis[j]];
@@ -128,7 +128,7 @@ void Scores(const float* const* q, const Rows<KT>& k, const int32_t* vis, int64_
     const KT* f0 = k[vis[std::min(nv - 1, j + kPrefetchKeys)]].p;
     const KT* f1 = k[vis[std::min(nv - 1, j + kPrefetchKeys + 1)]].p;
     VF a0[NH], a1[NH];
-    Unrolled<NH>([&](auto g) { a0[g] = a1[g] = hn::Zero(df); });
+    Unrolled<NH>([&](auto g) HWY_ATTR { a0[g] = a1[g] = hn::Zero(df); });
     int64_t d = 0;
     for (; d + L <= D; d += L) {
       if ((d * static_cast<int64_t>(sizeof(KT))) % 64 == 0) {
@@ -136,13 +136,13 @@ void Scores(const float* const* q, const Rows<KT>& k, const int32_t* vis, int64_
         hwy::Prefetch(f1 + d);
       }
       const VF kv0 = LoadRow(df, k0, d), kv1 = LoadRow(df, k1, d);
-      Unrolled<NH>([&](auto g) {
+      Unrolled<NH>([&](auto g) HWY_ATTR {
         const VF qv = hn::LoadU(df, qg[g] + d);
         a0[g] = hn::MulAdd(qv, kv0, a0[g]);
         a1[g] = hn::MulAdd(qv, kv1, a1[g]);
       });
     }
-    Unrolled<NH>([&](auto g) {
+    Unrolled<NH>([&](auto g) HWY_ATTR {
       float s0 = ReduceSum(df, a0[g]), s1 = ReduceSum(df, a1[g]);
       for (int64_t e = d; e < D; ++e) {
         s0 += qg[g][e] * RowAt(k0, e);
@@ -164,7 +164,7 @@ void AccumulateV(const float* p, int64_t p_stride, const Rows<KT>& v, const int3
   const DF df;
   const int64_t L = static_cast<int64_t>(hn::Lanes(df));
   float* og[NH];  // a local copy: o[g] itself was reloaded after every store
-  Unrolled<NH>([&](auto g) { og[g] = o[g]; });
+  Unrolled<NH>([&](auto g) HWY_ATTR { og[g] = o[g]; });
   for (int64_t j = 0; j < nv; j += 4) {
     const int64_t nk = std::min<int64_t>(4, nv - j);
     Row<KT> r[4];
@@ -184,13 +184,17 @@ void AccumulateV(const float* p, int64_t p_stride, const Rows<KT>& v, const int3
       }
       const VF v0 = LoadRow(df, r[0], d), v1 = LoadRow(df, r[1], d), v2 = LoadRow(df, r[2], d),
                v3 = LoadRow(df, r[3], d);
-      // Two chains of two per head, not one of four (FMA latency).
-      Unrolled<NH>([&](auto g) {
-        const VF lo = hn::MulAdd(hn::Set(df, w[g][1]), v1,
-                                 hn::MulAdd(hn::Set(df, w[g][0]), v0, hn::LoadU(df, og[g] + d)));
-        const VF hi = hn::MulAdd(hn::Set(df, w[g][3]), v3, hn::Mul(hn::Set(df, w[g][2]), v2));
-        hn::StoreU(hn::Add(lo, hi), df, og[g] + d);
-      });
+      // One chain of 4 per head, in key order. Two chains of two were faster, but their f32
+      // rounding put a MoE test model's packed and row experts 0.5 of max |logit| apart in the
+      // -O1 sanitizer build (GgufMoeTwinTest; a router top-k near a tie, most likely).
+      for (int g = 0; g < NH; ++g) {
+        VF acc = hn::LoadU(df, og[g] + d);
+        acc = hn::MulAdd(hn::Set(df, w[g][0]), v0, acc);
+        acc = hn::MulAdd(hn::Set(df, w[g][1]), v1, acc);
+        acc = hn::MulAdd(hn::Set(df, w[g][2]), v2, acc);
+        acc = hn::MulAdd(hn::Set(df, w[g][3]), v3, acc);
+        hn::StoreU(acc, df, og[g] + d);
+      }
     }
     for (; d < D; ++d) {
       for (int g = 0; g < NH; ++g) {
