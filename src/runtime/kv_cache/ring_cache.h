@@ -29,10 +29,12 @@ class RingKvCache {
   // After Reserve of the same chunk: stores k, v: [C, nkv, hd] at positions dev_pos[0..C) (all
   // in the cache's Memory) and returns what the chunk's queries attend over. For C == 1 that
   // is the ring itself (the slot overwritten held position p - W, which the query at p cannot
-  // see), written by one `write` call: the same call every step. For C > 1 the ring's earlier
-  // entries and the chunk are gathered into a scratch buffer first, because writing the chunk
-  // would evict positions its first queries still need; a bf16 chunk goes there through
-  // `write` too (rounded as the ring stores it), so its queries see the values decode will.
+  // see), written by one `write` call: the same call every step. A chunk that ends within the
+  // first W positions is written in place too (its slots were empty) and the view is the
+  // ring's first next_pos() slots. Otherwise (C > 1) the ring's earlier entries and the chunk
+  // are gathered into a scratch buffer first, because writing the chunk would evict positions
+  // its first queries still need; a bf16 chunk goes there through `write` too (rounded as the
+  // ring stores it), so its queries see the values decode will.
   StatusOr<KvView> Write(const KvWriter& write, const float* k, const float* v,
                          const int32_t* dev_pos, int64_t C);
 

@@ -7,6 +7,8 @@
 
 #include <map>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "core/dtype.h"
 #include "core/q8_blocks.h"
@@ -77,6 +79,43 @@ TEST(RingKvCacheTest, ChunkLongerThanWindowKeepsEverythingItsQueriesNeed) {
   // The ring itself now holds exactly 6..9.
   std::multiset<int32_t> ring_pos(ring.slot_positions().begin(), ring.slot_positions().end());
   EXPECT_EQ(ring_pos, (std::multiset<int32_t>{6, 7, 8, 9}));
+}
+
+// Chunks that end within the first W positions go straight into the ring (their slots were
+// never written); the first one that would evict a position goes through the scratch gather.
+TEST(RingKvCacheTest, ChunksBeforeTheRingWrapsAreWrittenInPlace) {
+  const int W = 8, row = 2;
+  RingKvCache ring(W, 1, row);
+  auto append = [&](int32_t first, int64_t C) {
+    std::vector<int32_t> pos(static_cast<size_t>(C));
+    std::vector<float> k(static_cast<size_t>(C * row)), v(k.size());
+    for (int64_t r = 0; r < C; ++r) {
+      const int32_t p = first + static_cast<int32_t>(r);
+      pos[static_cast<size_t>(r)] = p;
+      for (int i = 0; i < row; ++i) {
+        k[static_cast<size_t>(r * row + i)] = static_cast<float>(p);
+        v[static_cast<size_t>(r * row + i)] = -static_cast<float>(p);
+      }
+    }
+    return Append(ring, k.data(), v.data(), pos.data(), C);
+  };
+  for (const auto& [first, C] : std::vector<std::pair<int32_t, int64_t>>{{0, 3}, {3, 5}}) {
+    auto view = append(first, C);
+    ASSERT_TRUE(view.ok()) << view.status().ToString();
+    EXPECT_EQ(view->k, ring.storage());  // the ring itself, no copy
+    ASSERT_EQ(view->S, first + C);
+    for (int32_t s = 0; s < view->S; ++s) {
+      EXPECT_EQ(view->pos[s], s);
+      EXPECT_EQ(view->k[s * row], static_cast<float>(s));
+      EXPECT_EQ(view->v[s * row + 1], -static_cast<float>(s));
+    }
+  }
+  auto wrapped = append(8, 2);  // would evict 0 and 1, which the query at 8 still sees
+  ASSERT_TRUE(wrapped.ok());
+  EXPECT_NE(wrapped->k, ring.storage());
+  EXPECT_EQ(wrapped->S, W + 2);
+  std::multiset<int32_t> held(wrapped->pos, wrapped->pos + wrapped->S);
+  for (int32_t p = 0; p <= 9; ++p) EXPECT_EQ(held.count(p), 1u) << p;
 }
 
 // What position p's K holds at value i in these bf16 tests: not a bf16 value, so rounding shows.
