@@ -40,15 +40,15 @@ OpTable MakeRefTable() {
   return t;
 }
 
-// The CPU's NormRope: per part the SIMD RmsNorm, then the ref Rope (as the CPU table's rope),
-// then the KV write (the CPU table's, a plain copy).
+// The CPU's NormRope: per part the SIMD RmsNorm, then the CPU Rope, then the KV write (the CPU
+// table's, a plain copy).
 void CpuNormRope(ThreadPool& pool, const NormRopeArgs& a) {
   NormRopeEach(
       a,
       [&](float* x, const TensorView& w, int64_t R) {
         cpu::RmsNorm(pool, x, w, R, a.D, a.eps, x);
       },
-      [&](float* x, int64_t H) { ref::Rope(pool, x, a.positions, a.T, H, a.D, a.inv_freq); },
+      [&](float* x, int64_t H) { cpu::Rope(pool, x, a.positions, a.T, H, a.D, a.inv_freq); },
       [&](const KvWriteArgs& kv) { ref::KvWrite(pool, kv); });
 }
 
@@ -64,8 +64,9 @@ void ResidualNormOn(ThreadPool& pool, const ResidualNormArgs& a) {
 }
 
 OpTable MakeCpuTable() {
-  OpTable t = MakeRefTable();  // rope stays ref: it is O(T*D), not worth a SIMD kernel
+  OpTable t = MakeRefTable();
   t.matmul = cpu::MatMul;
+  t.rope = cpu::Rope;
   t.grouped_matmul = MatMulEach<cpu::MatMul, cpu::GeluMul>;
   t.rms_norm = cpu::RmsNorm;
   t.attention = cpu::Attention;

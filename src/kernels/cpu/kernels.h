@@ -2,7 +2,6 @@
 // supports, chosen once), multithreaded on the caller's ThreadPool. Each is tested against its
 // ref twin (tests/kernels/). Contracts: see the op headers in src/ops/ (same file stems), whose
 // signature types (MatMulOp ...) declare the kernels here.
-// Ops without a CPU kernel here (rope) use the ref kernel.
 #pragma once
 
 #include <memory>
@@ -18,6 +17,7 @@
 #include "ops/moe.h"
 #include "ops/residual_norm.h"
 #include "ops/rms_norm.h"
+#include "ops/rope.h"
 #include "ops/softcap.h"
 
 namespace g4::cpu {
@@ -57,6 +57,8 @@ const char* MatMulQ8aKernel();
 // where avx2 runs, and of int4 groups of 32 as Q4_0 (matmul_q8a_int4.h) on both; null otherwise.
 PackWeightOp PackQ8aWeight;
 RmsNormOp RmsNorm;
+// Plain C++ (rope.cc): the ref's f64 arithmetic, its cos / sin kept between calls.
+RopeOp Rope;
 AttentionOp Attention;
 GeluMulOp GeluMul;
 SoftcapOp Softcap;
