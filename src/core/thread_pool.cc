@@ -15,6 +15,8 @@ constexpr std::chrono::microseconds kSpin(50);
 constexpr int kChunkBits = 17;
 constexpr uint64_t kChunkMask = (uint64_t{1} << 16) - 1;
 constexpr uint64_t kClaimedBit = uint64_t{1} << 16;
+// claim_: the loop's count (its low 32 bits) above the next unclaimed piece.
+constexpr uint64_t kPieceMask = 0xffffffffu;
 
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -84,7 +86,7 @@ void ThreadPool::Run(int64_t n, int64_t grain, bool claimed,
   // Static: the caller runs chunk 0 and waits for the others; claimed: every piece is pending.
   pending_.store(claimed ? chunks : chunks - 1, std::memory_order_relaxed);
   const uint64_t count = (generation_.load(std::memory_order_relaxed) >> kChunkBits) + 1;
-  if (claimed) claim_.store((count & 0xffffffffu) << 32, std::memory_order_relaxed);
+  if (claimed) claim_.store((count & kPieceMask) << 32, std::memory_order_relaxed);
   // seq_cst: publishes the job, then the sleepers are counted.
   generation_.store(count << kChunkBits | (claimed ? kClaimedBit : 0) |
                     static_cast<uint64_t>(chunks));
@@ -110,17 +112,17 @@ void ThreadPool::Run(int64_t n, int64_t grain, bool claimed,
 }
 
 void ThreadPool::RunClaimed(uint64_t count, int pieces) {
-  const uint64_t tag = (count & 0xffffffffu) << 32;
+  const uint64_t tag = (count & kPieceMask) << 32;
   for (;;) {
     uint64_t v = claim_.load();
     do {
-      if ((v & ~uint64_t{0xffffffffu}) != tag || static_cast<int>(v & 0xffffffffu) >= pieces) {
+      if ((v & ~kPieceMask) != tag || static_cast<int>(v & kPieceMask) >= pieces) {
         return;
       }
     } while (!claim_.compare_exchange_weak(v, v + 1));
     // The piece is pending, so the caller is still in this loop: job_ and job_n_ are its own.
     int64_t b, e;
-    ChunkRange(job_n_, pieces, static_cast<int>(v & 0xffffffffu), &b, &e);
+    ChunkRange(job_n_, pieces, static_cast<int>(v & kPieceMask), &b, &e);
     (*job_)(b, e);
     PieceDone();
   }

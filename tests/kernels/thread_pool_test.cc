@@ -98,20 +98,19 @@ TEST(ThreadPoolTest, ParallelForClaimedGivesTheRestToTheThreadsThatAreFree) {
 TEST(ThreadPoolTest, StaticAndClaimedLoopsBackToBack) {
   ThreadPool pool(3);
   std::atomic<int64_t> sum{0};
+  int64_t expect = 0;
   for (int rep = 0; rep < 2000; ++rep) {
     const auto add = [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) sum.fetch_add(i);
     };
-    if (rep % 3 == 0) {
-      pool.ParallelFor(10, 1, add);
-    } else {
-      pool.ParallelForClaimed(10 + rep % 7, 1, add);
-    }
-  }
-  int64_t expect = 0;
-  for (int rep = 0; rep < 2000; ++rep) {
-    const int64_t n = rep % 3 == 0 ? 10 : 10 + rep % 7;
+    const bool claimed = rep % 3 != 0;
+    const int64_t n = claimed ? 10 + rep % 7 : 10;
     expect += n * (n - 1) / 2;
+    if (claimed) {
+      pool.ParallelForClaimed(n, 1, add);
+    } else {
+      pool.ParallelFor(n, 1, add);
+    }
   }
   EXPECT_EQ(sum.load(), expect);
 }
