@@ -261,11 +261,14 @@ TEST_F(EngineTest, FullQueueAndBadRequestsAreRefused) {
 // fits beside the running ones, whatever the free slots; it waits otherwise, and starts as soon
 // as a running one frees its bytes.
 TEST_F(EngineTest, KvMemoryAdmitsWhatFitsAndQueuesTheRest) {
-  EngineOptions eo = Options(4, 512);
-  const EngineRequest req = Request(10, 1, 400);
+  // a and b must still run 50 ms after they start: 8000 tokens past any EOS (400 took ~40 ms
+  // on a 2-core Zen 4 VM, so the third started when the first finished).
+  EngineOptions eo = Options(4, 8192);
+  EngineRequest req = Request(10, 1, 8000);
+  req.options.ignore_eos = true;
   {
     Engine probe(*model_, backend_, nullptr, eo);
-    eo.kv_memory = 2 * probe.KvBytesFor(410) + probe.KvBytesFor(410) / 2;  // room for two
+    eo.kv_memory = 2 * probe.KvBytesFor(8010) + probe.KvBytesFor(8010) / 2;  // room for two
   }
   Engine engine(*model_, backend_, nullptr, eo);
   EXPECT_EQ(engine.Stats().kv_budget_bytes, eo.kv_memory);
