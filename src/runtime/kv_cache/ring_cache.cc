@@ -126,20 +126,15 @@ KvWriteArgs RingKvCache::Target(const float* k, const float* v, const int32_t* d
 StatusOr<KvView> RingKvCache::Write(const KvWriter& write, const float* k, const float* v,
                                     const int32_t* dev_pos, int64_t C) {
   if (k_.empty()) return Internal("sliding KV cache: Write before Reserve");
-  if (C == 1) {
-    write(Target(k, v, dev_pos, 1));
-    KvView view{.pos = dev_pos_.data(), .S = window_};
-    k_.View(&view);
-    return view;
-  }
-  // A chunk ending within the first W positions fills slots that were never written (slot =
-  // position until the ring wraps), so it evicts nothing its queries need: it goes straight into
-  // the ring, and they attend over its first next_pos_ slots. The gather below copied the whole
-  // ring into a scratch buffer first (15 MB a prompt for the 270M's 15 f32 rings, the scratch's
-  // page faults included): 18% of a 41-token prefill.
-  if (next_pos_ <= window_) {
+  // In place: one position (its slot held p - W, which the query at p cannot see), or a chunk
+  // ending within the first W positions (slot = position until the ring wraps, so its slots were
+  // never written). A step's view is the whole ring, the same every step; a chunk's is the
+  // ring's first next_pos_ slots. (When every chunk took the gather below, copying the whole
+  // ring into a scratch buffer was 18% of a 41-token prefill of the 270M: 15 MB for its 15 f32
+  // rings, the scratch's page faults included.)
+  if (C == 1 || next_pos_ <= window_) {
     write(Target(k, v, dev_pos, C));
-    KvView view{.pos = dev_pos_.data(), .S = next_pos_};
+    KvView view{.pos = dev_pos_.data(), .S = C == 1 ? window_ : next_pos_};
     k_.View(&view);
     return view;
   }
