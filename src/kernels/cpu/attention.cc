@@ -50,8 +50,16 @@ constexpr int64_t kPassHeads = HWY_MAX_BYTES >= 64 ? 8 : 4;
 // 320 us with whole rows prefetched a few keys ahead). On a 2-core AVX-512 VM those bursts of
 // whole rows stalled on the fill buffers instead (34% of Scores' samples on a prefetch): a line
 // per line read took the same benchmark from 505-585 to 349-372 us (f32 636 -> 436-473 us;
-// none at all: 550-562 / 715-763 us; 8 or 16 keys ahead: no better).
-constexpr int64_t kPrefetchKeys = 4;
+// none at all: 550-562 / 715-763 us; 8 or 16 keys ahead: no better). On a 2-core Zen 4 VM
+// the L1 prefetches alone still left f32 at 12-16 GB/s, a third of its read probe: a second
+// prefetch into L2, kPrefetchL2Keys ahead, keeps more lines in flight than L1's fill buffers
+// hold, and the L1 one then only waits on L2 (f32, D 256 / 512 over 2048 positions: 283-310 /
+// 493-549 us -> 180-181 / 329-389; bf16 and q8, bound by their arithmetic, the same or better).
+constexpr int64_t kPrefetchKeys = 2;
+constexpr int64_t kPrefetchL2Keys = 16;
+
+// The line at p into L2 (prefetcht1 on x86; a no-op where the target has no such hint).
+HWY_INLINE void PrefetchL2(const void* p) { __builtin_prefetch(p, 0, 2); }
 
 // One slot's K or V row of one KV head as stored: f32 or bf16 values, or (int8_t) q8 values
 // with their blocks' scales.
@@ -127,6 +135,8 @@ void Scores(const float* const* q, const Rows<KT>& k, const int32_t* vis, int64_
     // The rows kPrefetchKeys keys ahead, a line for each line read here.
     const KT* f0 = k[vis[std::min(nv - 1, j + kPrefetchKeys)]].p;
     const KT* f1 = k[vis[std::min(nv - 1, j + kPrefetchKeys + 1)]].p;
+    const KT* l0 = k[vis[std::min(nv - 1, j + kPrefetchL2Keys)]].p;
+    const KT* l1 = k[vis[std::min(nv - 1, j + kPrefetchL2Keys + 1)]].p;
     VF a0[NH], a1[NH];
     Unrolled<NH>([&](auto g) HWY_ATTR { a0[g] = a1[g] = hn::Zero(df); });
     int64_t d = 0;
@@ -134,6 +144,8 @@ void Scores(const float* const* q, const Rows<KT>& k, const int32_t* vis, int64_
       if ((d * static_cast<int64_t>(sizeof(KT))) % 64 == 0) {
         hwy::Prefetch(f0 + d);
         hwy::Prefetch(f1 + d);
+        PrefetchL2(l0 + d);
+        PrefetchL2(l1 + d);
       }
       const VF kv0 = LoadRow(df, k0, d), kv1 = LoadRow(df, k1, d);
       Unrolled<NH>([&](auto g) HWY_ATTR {
@@ -174,13 +186,18 @@ void AccumulateV(const float* p, int64_t p_stride, const Rows<KT>& v, const int3
       for (int g = 0; g < NH; ++g) w[g][i] = i < nk ? p[g * p_stride + j + i] : 0.0f;
     }
     const KT* fr[4];  // the rows kPrefetchKeys keys ahead, a line for each line read here
+    const KT* lr[4];  // and kPrefetchL2Keys ahead, into L2
     for (int64_t i = 0; i < 4; ++i) {
       fr[i] = v[vis[std::min(nv - 1, j + kPrefetchKeys + i)]].p;
+      lr[i] = v[vis[std::min(nv - 1, j + kPrefetchL2Keys + i)]].p;
     }
     int64_t d = 0;
     for (; d + L <= D; d += L) {
       if ((d * static_cast<int64_t>(sizeof(KT))) % 64 == 0) {
-        for (int64_t i = 0; i < 4; ++i) hwy::Prefetch(fr[i] + d);
+        for (int64_t i = 0; i < 4; ++i) {
+          hwy::Prefetch(fr[i] + d);
+          PrefetchL2(lr[i] + d);
+        }
       }
       const VF v0 = LoadRow(df, r[0], d), v1 = LoadRow(df, r[1], d), v2 = LoadRow(df, r[2], d),
                v3 = LoadRow(df, r[3], d);
