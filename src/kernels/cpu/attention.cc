@@ -53,8 +53,8 @@ constexpr int64_t kPassHeads = HWY_MAX_BYTES >= 64 ? 8 : 4;
 // none at all: 550-562 / 715-763 us; 8 or 16 keys ahead: no better). On a 2-core Zen 4 VM
 // the L1 prefetches alone still left f32 at 12-16 GB/s, a third of its read probe: a second
 // prefetch into L2, kPrefetchL2Keys ahead, keeps more lines in flight than L1's fill buffers
-// hold, and the L1 one then only waits on L2 (f32, D 256 / 512 over 2048 positions: 283-310 /
-// 493-549 us -> 180-181 / 329-389; bf16 and q8, bound by their arithmetic, the same or better).
+// hold, and the L1 one then only waits on L2 (f32, D 256 / 512 over 2048 positions: 282-294 /
+// 431-482 us -> 175-204 / 300-389; bf16 and q8, bound by their arithmetic, where they were).
 constexpr int64_t kPrefetchKeys = 2;
 constexpr int64_t kPrefetchL2Keys = 16;
 
