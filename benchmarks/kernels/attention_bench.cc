@@ -95,7 +95,8 @@ KvDtype DtypeArg(int64_t arg) {
 
 // args: head dim, cached positions P, K/V dtype (0 f32, 1 bf16, 2 q8), slots S in percent of
 // P (150: the array of a full layer after a prefill of P and one decode step, which grew it by
-// half; the slots past P are empty).
+// half; the slots past P are empty), paged (1: K/V read through a block table of 256-slot
+// blocks stored in reverse order, ops/kv_blocks.h; 0: in slot order).
 void BM_AttentionDecode(benchmark::State& state) {
   static ThreadPool pool(0);
   const int64_t D = state.range(0), P = state.range(1), S = P * state.range(3) / 100;
@@ -110,6 +111,13 @@ void BM_AttentionDecode(benchmark::State& state) {
   for (int64_t s = 0; s < P; ++s) k_pos[static_cast<size_t>(s)] = static_cast<int32_t>(s);
   const int32_t q_pos = static_cast<int32_t>(P - 1);
   AttentionArgs a = E2bArgs(q.data(), &q_pos, k_pos.data(), 1, S, D, out.data());
+  constexpr int32_t kBlock = 256;
+  std::vector<int32_t> table(static_cast<size_t>(S / kBlock));
+  for (size_t b = 0; b < table.size(); ++b) table[b] = static_cast<int32_t>(table.size() - 1 - b);
+  if (state.range(4) != 0) {
+    a.block_table = table.data();
+    a.block_size = kBlock;
+  }
   size_t c = 0;
   for (auto _ : state) {
     caches[c].Point(&a);
@@ -119,12 +127,14 @@ void BM_AttentionDecode(benchmark::State& state) {
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(bytes));
   state.SetLabel(std::string(KvDtypeName(dtype)) + " D=" + std::to_string(D) +
-                 " P=" + std::to_string(P) + " S=" + std::to_string(S));
+                 " P=" + std::to_string(P) + " S=" + std::to_string(S) +
+                 (a.block_table != nullptr ? " paged" : ""));
 }
 BENCHMARK(BM_AttentionDecode)
-    ->ArgsProduct({{256, 512}, {512, 2048}, {0, 1, 2}, {100}})
-    ->Args({512, 2048, 0, 150})
-    ->Args({512, 2048, 2, 150})
+    ->ArgsProduct({{256, 512}, {512, 2048}, {0, 1, 2}, {100}, {0}})
+    ->Args({512, 2048, 0, 150, 0})
+    ->Args({512, 2048, 2, 150, 0})
+    ->ArgsProduct({{256, 512}, {2048}, {0, 2}, {100}, {1}})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 

@@ -41,6 +41,9 @@ struct KvView {
   const int8_t* v8 = nullptr;
   const float* k_scale8 = nullptr;  // [S, n_kv_heads * head_dim / kQ8Block]
   const float* v_scale8 = nullptr;
+  // Paged storage (ops/kv_blocks.h): [S / block_size] blocks of the arrays above, or null.
+  const int32_t* block_table = nullptr;
+  int32_t block_size = 0;
 };
 
 // How a store issues its writes: the backend's KvWrite op (Backend::KvWrite) in the forward

@@ -6,7 +6,9 @@
 // A query that sees no key gets zeros. K/V are f32 (k, v), bf16 (k16, v16) or int8 blocks of
 // kQ8Block values with an f32 scale each (k8, v8, k_scale8, v_scale8: value = scale * q, as
 // ops/kv_write.h stores them; head_dim % kQ8Block == 0), the other pointers null, turned into
-// f32 exactly as they are read; bf16 and q8 are the cpu and ref backends' only.
+// f32 exactly as they are read; bf16 and q8 are the cpu and ref backends' only. With a
+// block_table (ops/kv_blocks.h) slot s's K/V (and scales) are entry KvEntry(s) of those arrays,
+// its position still k_pos[s]: a cache whose blocks sequences share.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +32,8 @@ struct AttentionArgs {
   int64_t T = 0, S = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0;
   int32_t window = 0;              // 0: causal only
   float scale = 1.0f;
+  const int32_t* block_table = nullptr;  // [S / block_size] or null (entry = slot)
+  int32_t block_size = 0;                // > 0 with a table; S % block_size == 0
   float* out = nullptr;            // [T, n_heads, head_dim]
 };
 

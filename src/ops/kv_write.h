@@ -3,8 +3,8 @@
 // the slot is read at run time, not chosen on the host, a recorded decode step (ops/graph.h)
 // writes the right slot every time it is replayed.
 //
-// For r in [0, C): slot = window > 0 ? pos[r] % window : pos[r] - base;
-//   k_cache[slot] = k[r]; v_cache[slot] = v[r]; pos_cache[slot] = pos[r]
+// For r in [0, C): slot = window > 0 ? pos[r] % window : pos[r] - base, e = KvEntry(slot);
+//   k_cache[e] = k[r]; v_cache[e] = v[r]; pos_cache[slot] = pos[r]
 // with rows of `row` values (n_kv_heads * head_dim). A bf16 cache (k_cache16 / v_cache16 set,
 // k_cache / v_cache null) stores each value rounded to nearest even (g4::F32ToBf16). A q8 cache
 // (k_cache8 / v_cache8 and their scales set) stores each block of kQ8Block values of a row as
@@ -12,7 +12,8 @@
 // straddles two heads when head_dim % kQ8Block == 0. A row whose pos is negative or whose slot
 // is >= capacity is skipped (a kernel cannot report it; the cache checks capacity on the host
 // before it asks for the write). Rows must map to distinct slots (a ring passes at most
-// `window` consecutive positions): the order of writes to one slot is undefined.
+// `window` consecutive positions): the order of writes to one slot is undefined. e is the slot
+// unless a block_table is set (ops/kv_blocks.h: a full cache whose blocks sequences share).
 #pragma once
 
 #include <cstddef>
@@ -54,6 +55,8 @@ struct KvWriteArgs {
   float* k_scale8 = nullptr;      // [capacity, row / kQ8Block]: the blocks' d
   float* v_scale8 = nullptr;      // [capacity, row / kQ8Block]
   int32_t* pos_cache = nullptr;  // [capacity]
+  const int32_t* block_table = nullptr;  // [capacity / block_size] or null (entry = slot)
+  int32_t block_size = 0;                // > 0 with a table; capacity % block_size == 0
 };
 
 using KvWriteOp = void(ThreadPool& pool, const KvWriteArgs& args);

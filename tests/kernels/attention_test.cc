@@ -33,14 +33,17 @@ using testing::Layout;
 constexpr double kTol = testing::kAttentionCpuTol;
 
 double RunAndCompare(ThreadPool& pool, Layout layout, const AttentionShape& s, bool misalign,
-                     uint32_t seed, float perturb = 0.0f, KvDtype dtype = KvDtype::kF32) {
-  return testing::RunAndCompare(cpu::Attention, pool, layout, s, misalign, seed, perturb, dtype);
+                     uint32_t seed, float perturb = 0.0f, KvDtype dtype = KvDtype::kF32,
+                     bool paged = false) {
+  return testing::RunAndCompare(cpu::Attention, pool, layout, s, misalign, seed, perturb, dtype,
+                                paged);
 }
 
 // Decode against a long cache at Gemma 4 head sizes: many keys per softmax, K/V stored in each
 // cache dtype. The threads split the slots from the first visible one to the last: a few filled
 // slots at the front of a ring (the rest empty), a filled array with an empty tail (the window
-// leaves only its middle), visible keys scattered at random, none at all.
+// leaves only its middle), visible keys scattered at random, none at all; a filled array read
+// through a block table.
 TEST(AttentionLong, DecodeOverLongCache) {
   ThreadPool pool(2);
   for (int64_t D : {256, 512}) {
@@ -53,13 +56,14 @@ TEST(AttentionLong, DecodeOverLongCache) {
         EXPECT_LE(RunAndCompare(pool, Layout::kPrefill, s, false, 8, 0.0f, dtype), kTol);
         EXPECT_LE(RunAndCompare(pool, Layout::kRandom, s, false, 11, 0.0f, dtype), kTol);
         EXPECT_LE(RunAndCompare(pool, Layout::kAllEmpty, s, false, 12, 0.0f, dtype), kTol);
+        EXPECT_LE(RunAndCompare(pool, Layout::kPrefill, s, true, 13, 0.0f, dtype, true), kTol);
       }
     }
   }
 }
 
 // Prefill chunks against a long cache at Gemma 4 head sizes: token tiles over many key blocks,
-// the running max growing from block to block.
+// the running max growing from block to block; a filled array read through a block table.
 TEST(AttentionLong, PrefillOverLongCache) {
   ThreadPool pool(2);
   for (int64_t D : {256, 512}) {
@@ -70,6 +74,7 @@ TEST(AttentionLong, PrefillOverLongCache) {
                      " kv=" + KvDtypeName(dtype));
         EXPECT_LE(RunAndCompare(pool, Layout::kPrefill, s, true, 9, 0.0f, dtype), kTol);
         EXPECT_LE(RunAndCompare(pool, Layout::kRing, s, false, 10, 0.0f, dtype), kTol);
+        EXPECT_LE(RunAndCompare(pool, Layout::kPrefill, s, false, 14, 0.0f, dtype, true), kTol);
       }
     }
   }

@@ -1,8 +1,9 @@
 // Attention (ops/attention.h) against ref::Attention on every backend (op_backend.h): head dims
 // 1/16/17/32/256/512, MHA, GQA and MQA, prefill with empty trailing slots, a ring-buffer KV cache
-// whose slot order is not position order, sliding windows (the q - k < window boundary
-// included), random positions with empty slots and queries that see no key (which must get
-// exact zeros), misaligned buffers, K/V stored as f32, bf16 or q8 (the CPU reads the same stored
+// whose slot order is not position order, sliding windows (the q - k < window boundary included),
+// random positions with empty slots and queries that see no key (which must get exact zeros),
+// misaligned buffers, K/V read in slot order or through a block table whose blocks are scattered
+// among unused ones (ops/kv_blocks.h), K/V stored as f32, bf16 or q8 (the CPU reads the same stored
 // values as the ref, widened exactly (q8: times the block's scale in f32, one rounding), so the
 // tolerance is the same; a CUDA cache is f32 only).
 // Tolerance: |o - ref| <= 5e-6 * max|v| on the CPU. The output is a convex combination of V
@@ -91,54 +92,112 @@ inline bool Visible(int32_t qp, int32_t kp, int32_t window) {
   return kp >= 0 && kp <= qp && (window <= 0 || qp - kp < window);
 }
 
+// K/V as a cache of `dtype` holds them, rounded from f32 rows [entries, KV, D] each (bf16: k16,
+// v16; q8: k8, v8 and their blocks' scales), one element in when misaligned.
+class StoredKv {
+ public:
+  StoredKv(const std::vector<float>& k, const std::vector<float>& v, KvDtype dtype,
+           bool misalign)
+      : dtype_(dtype), off_(misalign ? 1 : 0), k_(k, misalign), v_(v, misalign) {
+    const int64_t n = static_cast<int64_t>(k.size());
+    if (dtype == KvDtype::kBF16) {
+      k16_.resize(static_cast<size_t>(n + 1));
+      v16_.resize(k16_.size());
+      for (int64_t i = 0; i < n; ++i) {
+        k16_[off_ + i] = F32ToBf16(k[i]);
+        v16_[off_ + i] = F32ToBf16(v[i]);
+      }
+    } else if (dtype == KvDtype::kQ8) {  // head_dim % kQ8Block == 0
+      k8_.resize(static_cast<size_t>(n + 1));
+      v8_.resize(k8_.size());
+      ks_.resize(static_cast<size_t>(n / kQ8Block));
+      vs_.resize(ks_.size());
+      QuantizeQ8Blocks(k.data(), n, k8_.data() + off_, ks_.data(), nullptr);
+      QuantizeQ8Blocks(v.data(), n, v8_.data() + off_, vs_.data(), nullptr);
+    }
+  }
+
+  // Points a's K/V at these arrays.
+  void Point(AttentionArgs* a) const {
+    if (dtype_ == KvDtype::kBF16) {
+      a->k16 = k16_.data() + off_;
+      a->v16 = v16_.data() + off_;
+    } else if (dtype_ == KvDtype::kQ8) {
+      a->k8 = k8_.data() + off_;
+      a->v8 = v8_.data() + off_;
+      a->k_scale8 = ks_.data();
+      a->v_scale8 = vs_.data();
+    } else {
+      a->k = k_.data();
+      a->v = v_.data();
+    }
+  }
+
+ private:
+  KvDtype dtype_;
+  size_t off_;
+  FloatBuffer k_, v_;
+  std::vector<uint16_t> k16_, v16_;
+  std::vector<int8_t> k8_, v8_;
+  std::vector<float> ks_, vs_;
+};
+
+// A paged cache (ops/kv_blocks.h) of S slots: blocks of a size that divides S (sizes that are
+// and are not powers of two, by seed) and a table that scatters them over S / block + 2 blocks.
+struct PagedLayout {
+  int32_t block = 1;
+  std::vector<int32_t> table;  // [S / block]
+  int64_t blocks = 0;          // in the arrays
+
+  PagedLayout(int64_t S, uint32_t seed) {
+    const int32_t sizes[] = {16, 6, 5, 4, 3, 2, 1};
+    for (int i = 0; i < 7; ++i) {
+      const int32_t b = sizes[(seed + i) % 7];
+      if (S % b == 0) {
+        block = b;
+        break;
+      }
+    }
+    blocks = S / block + 2;
+    std::vector<int32_t> all(static_cast<size_t>(blocks));
+    for (int64_t i = 0; i < blocks; ++i) all[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+    std::shuffle(all.begin(), all.end(), std::mt19937(seed));
+    table.assign(all.begin(), all.begin() + S / block);
+  }
+
+  // x: [S, row] by slot -> the arrays' [blocks * block, row]; entries no slot uses hold 1e30,
+  // which a read of a wrong entry carries into the output.
+  std::vector<float> Scatter(const std::vector<float>& x, int64_t row) const {
+    std::vector<float> out(static_cast<size_t>(blocks * block * row), 1e30f);
+    const int64_t S = static_cast<int64_t>(table.size()) * block;
+    for (int64_t s = 0; s < S; ++s) {
+      const int64_t e = int64_t{table[static_cast<size_t>(s / block)]} * block + s % block;
+      std::copy_n(x.begin() + s * row, row, out.begin() + e * row);
+    }
+    return out;
+  }
+};
+
 // Runs `attention` and the ref; returns max |o - ref| / max|v| and checks that (t, h) rows with
 // no visible key are exactly zero in the output.
 // dtype: K/V handed to both kernels as stored in a cache of that dtype (bf16: k16, v16; q8: k8,
-// v8 and their blocks' scales), rounded from the same random values.
+// v8 and their blocks' scales), rounded from the same random values. paged: `attention` reads
+// them through a block table (PagedLayout), the ref in slot order.
 inline double RunAndCompare(AttentionFn attention, ThreadPool& pool, Layout layout,
                             const AttentionShape& s, bool misalign, uint32_t seed,
-                            float perturb = 0.0f, KvDtype dtype = KvDtype::kF32) {
+                            float perturb = 0.0f, KvDtype dtype = KvDtype::kF32,
+                            bool paged = false) {
   std::vector<int32_t> q_pos, k_pos;
   MakePositions(layout, s, seed, &q_pos, &k_pos);
   const FloatBuffer q(RandomFloats(s.T * s.H * s.D, seed + 1), misalign);
-  const FloatBuffer k(RandomFloats(s.S * s.KV * s.D, seed + 2), misalign);
-  const FloatBuffer v(RandomFloats(s.S * s.KV * s.D, seed + 3, -2.0f, 2.0f), misalign);
+  const std::vector<float> k = RandomFloats(s.S * s.KV * s.D, seed + 2);
+  const std::vector<float> v = RandomFloats(s.S * s.KV * s.D, seed + 3, -2.0f, 2.0f);
   FloatBuffer out(s.T * s.H * s.D, misalign);
   for (int64_t i = 0; i < s.T * s.H * s.D; ++i) out.data()[i] = NAN;  // must all be written
   std::vector<float> ref(static_cast<size_t>(s.T * s.H * s.D));
 
-  // bf16 copies, one element in when misaligned (2-byte aligned only).
-  const int64_t n_kv = s.S * s.KV * s.D;
-  std::vector<uint16_t> k16(static_cast<size_t>(n_kv + 1)), v16(k16.size());
-  const size_t off = misalign ? 1 : 0;
-  for (int64_t i = 0; i < n_kv; ++i) {
-    k16[off + i] = F32ToBf16(k.data()[i]);
-    v16[off + i] = F32ToBf16(v.data()[i]);
-  }
-  // q8 blocks (head_dim % kQ8Block == 0), the values one byte in when misaligned.
-  const bool q8 = dtype == KvDtype::kQ8;
-  std::vector<int8_t> k8(q8 ? static_cast<size_t>(n_kv + 1) : 0), v8(k8.size());
-  std::vector<float> k_scale(q8 ? static_cast<size_t>(n_kv / kQ8Block) : 0);
-  std::vector<float> v_scale(k_scale.size());
-  if (q8) {
-    QuantizeQ8Blocks(k.data(), n_kv, k8.data() + off, k_scale.data(), nullptr);
-    QuantizeQ8Blocks(v.data(), n_kv, v8.data() + off, v_scale.data(), nullptr);
-  }
-
   AttentionArgs a;
   a.q = q.data();
-  if (dtype == KvDtype::kBF16) {
-    a.k16 = k16.data() + off;
-    a.v16 = v16.data() + off;
-  } else if (q8) {
-    a.k8 = k8.data() + off;
-    a.v8 = v8.data() + off;
-    a.k_scale8 = k_scale.data();
-    a.v_scale8 = v_scale.data();
-  } else {
-    a.k = k.data();
-    a.v = v.data();
-  }
   a.q_pos = q_pos.data();
   a.k_pos = k_pos.data();
   a.T = s.T;
@@ -148,14 +207,25 @@ inline double RunAndCompare(AttentionFn attention, ThreadPool& pool, Layout layo
   a.head_dim = s.D;
   a.window = s.window;
   a.scale = s.scale;
-  a.out = out.data();
-  attention(pool, a);
+  const StoredKv slots(k, v, dtype, misalign);
+  slots.Point(&a);
   a.out = ref.data();
   ref::Attention(pool, a);
+  const PagedLayout layout_p(paged ? s.S : 1, seed);
+  const int64_t row = s.KV * s.D;
+  const StoredKv entries(paged ? layout_p.Scatter(k, row) : std::vector<float>(),
+                         paged ? layout_p.Scatter(v, row) : std::vector<float>(), dtype, misalign);
+  if (paged) {
+    entries.Point(&a);
+    a.block_table = layout_p.table.data();
+    a.block_size = layout_p.block;
+  }
+  a.out = out.data();
+  attention(pool, a);
 
   double vmax = 0.0;
   for (int64_t i = 0; i < s.S * s.KV * s.D; ++i) {
-    vmax = std::max<double>(vmax, std::fabs(v.data()[i]));
+    vmax = std::max<double>(vmax, std::fabs(v[static_cast<size_t>(i)]));
   }
   std::vector<float> o = out.ToVector(s.T * s.H * s.D);
   if (perturb != 0.0f) o[o.size() / 2] += perturb * static_cast<float>(vmax);
@@ -207,14 +277,15 @@ TEST_P(AttentionTest, MatchesRef) {
             const float scale =
                 D <= 17 && (seed & 2) ? 1.0f : 1.0f / std::sqrt(static_cast<float>(D));
             const AttentionShape s{T, S, H, KV, D, window, scale};
+            const bool paged = (seed & 16) != 0;  // K/V through a block table
             SCOPED_TRACE(std::string(LayoutName(layout)) + " D=" + std::to_string(D) +
                          " H=" + std::to_string(H) + " KV=" + std::to_string(KV) +
                          " T=" + std::to_string(T) + " S=" + std::to_string(S) +
                          " window=" + std::to_string(window) + " scale=" + std::to_string(scale) +
                          " misalign=" + std::to_string(misalign) +
-                         " kv=" + KvDtypeName(dtype));
+                         " kv=" + KvDtypeName(dtype) + " paged=" + std::to_string(paged));
             ASSERT_LE(RunAndCompare(ops().attention, pool(), layout, s, misalign, seed++,
-                                    0.0f, dtype),
+                                    0.0f, dtype, paged),
                       tol);
           }
         }

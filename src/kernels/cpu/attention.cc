@@ -13,6 +13,7 @@
 // blocks with the heads' sums in registers, again shared by the group. Work items (token, KV
 // head, group) are split across the pool's threads; decode over a long cache splits the keys;
 // prefill over more than one key block runs tiles of tokens over key blocks, the softmax online.
+// A paged cache (ops/kv_blocks.h) is the same loops: the gather turns slots into entries.
 
 #include <algorithm>
 #include <cmath>
@@ -26,6 +27,7 @@
 #include "core/q8_blocks.h"
 #include "kernels/cpu/export.h"
 #include "kernels/cpu/kernels.h"
+#include "ops/kv_blocks.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/cpu/attention.cc"
@@ -61,7 +63,7 @@ constexpr int64_t kPrefetchL2Keys = 16;
 // The line at p into L2 (prefetcht1 on x86; a no-op where the target has no such hint).
 HWY_INLINE void PrefetchL2(const void* p) { __builtin_prefetch(p, 0, 2); }
 
-// One slot's K or V row of one KV head as stored: f32 or bf16 values, or (int8_t) q8 values
+// One entry's K or V row of one KV head as stored: f32 or bf16 values, or (int8_t) q8 values
 // with their blocks' scales.
 template <class KT>
 struct Row {
@@ -69,8 +71,8 @@ struct Row {
   const float* scale;  // q8 only: [D / kQ8Block]
 };
 
-// A KV head's K or V over all slots: slot s's row starts at base + s * stride (scales: scale +
-// s * scale_stride).
+// A KV head's K or V over all entries: entry s's row starts at base + s * stride (scales: scale
+// + s * scale_stride).
 template <class KT>
 struct Rows {
   const KT* base;
@@ -320,7 +322,7 @@ void ScaleRow(float* x, int64_t n, float f) {
 
 // Per-thread scratch, reused across calls so decode does not allocate per layer.
 struct Scratch {
-  std::vector<int32_t> visible;  // [block] indices of the visible slots
+  std::vector<int32_t> visible;  // [block] the visible slots' entries
   std::vector<float> p;          // [heads of the group, block] scores, then softmax numerators
 };
 
@@ -334,9 +336,19 @@ HWY_INLINE bool SlotVisible(const AttentionArgs& a, int64_t qp, int64_t s) {
   return kp >= 0 && kp <= qp && (a.window <= 0 || qp - kp < a.window);
 }
 
-// vis[0 .. n) = the slots in [b0, b1) that a query at position qp sees; returns n.
+// vis[0 .. n) = where the K/V of the slots in [b0, b1) that a query at position qp sees are
+// (their entries, ops/kv_blocks.h: the slots themselves without a block table); returns n. The
+// loops below read rows by entry, so a paged cache costs only this lookup per key and query.
 int64_t VisibleSlots(const AttentionArgs& a, int64_t qp, int64_t b0, int64_t b1, int32_t* vis) {
   int64_t nv = 0;
+  if (a.block_table != nullptr) {
+    for (int64_t s = b0; s < b1; ++s) {
+      if (SlotVisible(a, qp, s)) {
+        vis[nv++] = static_cast<int32_t>(KvEntry(a.block_table, a.block_size, s));
+      }
+    }
+    return nv;
+  }
   for (int64_t s = b0; s < b1; ++s) {
     if (SlotVisible(a, qp, s)) vis[nv++] = static_cast<int32_t>(s);
   }
@@ -383,8 +395,8 @@ struct Partial {
   int64_t nv = 0;
 };
 
-// a's K and V as KT (float, hwy::bfloat16_t or int8_t): [S, n_kv_heads, D] each; q8's scales
-// [S, n_kv_heads, D / kQ8Block] each.
+// a's K and V as KT (float, hwy::bfloat16_t or int8_t): [entries, n_kv_heads, D] each (entries
+// = S without a block table); q8's scales [entries, n_kv_heads, D / kQ8Block] each.
 template <class KT>
 struct Kv {
   const KT* k;

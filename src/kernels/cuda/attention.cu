@@ -10,6 +10,7 @@
 #include <cmath>
 #include <string>
 
+#include "kernels/cuda/kv_write.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/load.cuh"
 
@@ -22,6 +23,8 @@ struct AttnParams {
   const float* v;
   const int32_t* q_pos;
   const int32_t* k_pos;
+  const int32_t* block_table;  // [S / block_size] or null: slot s's K/V at KvEntryOnDevice(s)
+  int32_t block_size;
   int64_t T, S, n_heads, n_kv, hd, group, rows_total;
   int32_t window;
   float scale;
@@ -138,7 +141,8 @@ __global__ void __launch_bounds__(kAttentionWarps * 32) AttnKernel(const AttnBat
     if (!__syncthreads_or(seen)) continue;
     for (int idx = tid; idx < n_keys * hd; idx += kAttentionWarps * 32) {
       const int c = idx / hd, d = idx % hd;
-      const int64_t g = ((s0 + c) * p.n_kv + kvh) * p.hd + d;
+      const int64_t e = KvEntryOnDevice(p.block_table, p.block_size, s0 + c);
+      const int64_t g = (e * p.n_kv + kvh) * p.hd + d;
       ks[idx] = p.k[g];
       vs[idx] = p.v[g];
     }
@@ -249,6 +253,10 @@ Status CheckArgs(const AttentionArgs& a) {
                   (a.S > 0 && (a.k == nullptr || a.v == nullptr || a.k_pos == nullptr)))) {
     return InvalidArgument("AttentionDevice: null device pointer");
   }
+  if (a.block_table != nullptr && (a.block_size <= 0 || a.S % a.block_size != 0)) {
+    return InvalidArgument("AttentionDevice: block table of blocks of " +
+                           std::to_string(a.block_size) + " slots over S=" + std::to_string(a.S));
+  }
   return Status::Ok();
 }
 
@@ -334,6 +342,8 @@ Status AttentionBatchWithPlan(const AttentionArgs* items, int count, const Atten
     p.v = a.v;
     p.q_pos = a.q_pos;
     p.k_pos = a.k_pos;
+    p.block_table = a.block_table;
+    p.block_size = a.block_size;
     p.T = a.T;
     p.S = a.S;
     p.n_heads = a.n_heads;

@@ -17,18 +17,21 @@ namespace {
 constexpr int kKvThreads = 128;
 
 // k, v: [C, row]; pos: [C]; k_cache, v_cache: [capacity, row]; pos_cache: [capacity].
+// block_table: [capacity / block_size] or null (ops/kv_blocks.h).
 __global__ void KvWriteKernel(const float* k, const float* v, const int32_t* pos, int64_t row,
                               int32_t window, int64_t base, int64_t capacity, float* k_cache,
-                              float* v_cache, int32_t* pos_cache) {
+                              float* v_cache, int32_t* pos_cache, const int32_t* block_table,
+                              int32_t block_size) {
   GridDependency();
   const int64_t r = blockIdx.x;
   const int32_t p = pos[r];
   const int64_t slot = KvSlot(p, window, base, capacity);
   if (slot < 0) return;  // block-uniform: no barrier below
+  const int64_t e = KvEntryOnDevice(block_table, block_size, slot);
   const float* ks = k + r * row;
   const float* vs = v + r * row;
-  float* kd = k_cache + slot * row;
-  float* vd = v_cache + slot * row;
+  float* kd = k_cache + e * row;
+  float* vd = v_cache + e * row;
   for (int64_t i = threadIdx.x; i < row; i += blockDim.x) {
     kd[i] = ks[i];
     vd[i] = vs[i];
@@ -50,7 +53,8 @@ void KvWrite(ThreadPool&, const KvWriteArgs& a) {
     return;
   }
   LaunchKernel(KvWriteKernel, static_cast<unsigned>(a.C), kKvThreads, 0, dc->stream(), a.k, a.v,
-               a.pos, a.row, a.window, a.base, a.capacity, a.k_cache, a.v_cache, a.pos_cache);
+               a.pos, a.row, a.window, a.base, a.capacity, a.k_cache, a.v_cache, a.pos_cache,
+               a.block_table, a.block_size);
   dc->Launched("kv_write");
 }
 

@@ -5,6 +5,7 @@
 #include "core/dtype.h"
 #include "core/q8_blocks.h"
 #include "kernels/ref/kernels.h"
+#include "ops/kv_blocks.h"
 
 namespace g4::ref {
 namespace {
@@ -34,7 +35,8 @@ void Attention(ThreadPool&, const AttentionArgs& a) {
           scores[s] = -std::numeric_limits<double>::infinity();
           continue;
         }
-        const int64_t k0 = (s * a.n_kv_heads + kvh) * D;
+        const int64_t e = KvEntry(a.block_table, a.block_size, s);
+        const int64_t k0 = (e * a.n_kv_heads + kvh) * D;
         double dot = 0.0;
         for (int64_t d = 0; d < D; ++d) dot += q[d] * KvAt(a.k, a.k16, a.k8, a.k_scale8, k0 + d);
         scores[s] = dot * a.scale;
@@ -48,7 +50,8 @@ void Attention(ThreadPool&, const AttentionArgs& a) {
           if (scores[s] == -std::numeric_limits<double>::infinity()) continue;
           const double p = std::exp(scores[s] - max_s);
           denom += p;
-          const int64_t v0 = (s * a.n_kv_heads + kvh) * D;
+          const int64_t e = KvEntry(a.block_table, a.block_size, s);
+          const int64_t v0 = (e * a.n_kv_heads + kvh) * D;
           for (int64_t d = 0; d < D; ++d) acc[d] += p * KvAt(a.v, a.v16, a.v8, a.v_scale8, v0 + d);
         }
       }

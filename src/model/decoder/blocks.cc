@@ -144,6 +144,8 @@ Status DecoderPass::Attention(const LayerConfig& l, const LayerWeights& lw,
     args.v_scale8 = lv[b].v_scale8;
     args.q_pos = d_pos + r0;
     args.k_pos = lv[b].pos;
+    args.block_table = lv[b].block_table;
+    args.block_size = lv[b].block_size;
     args.T = row_begin_[b + 1] - r0;
     args.S = lv[b].S;
     args.n_heads = nq;

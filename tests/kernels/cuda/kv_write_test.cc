@@ -39,8 +39,9 @@ TEST_F(CudaKvWriteTest, OnDevicePointersMatchTheContract) {
     Buffer<float> dk = OnDevice(run.k), dv = OnDevice(run.v), dkc = OnDevice(run.start.k),
                   dvc = OnDevice(run.start.v);
     Buffer<int32_t> dpos = OnDevice(c.pos), dpc = OnDevice(run.start.pos);
+    Buffer<int32_t> dtable = OnDevice(c.table);
     dev::KvWrite(pool_, KvArgs(c, dk.data(), dv.data(), dpos.data(), dkc.data(), dvc.data(),
-                               dpc.data()));
+                               dpc.data(), c.table.empty() ? nullptr : dtable.data()));
     EXPECT_EQ(ToHostVector(dkc), run.want.k);
     EXPECT_EQ(ToHostVector(dvc), run.want.v);
     EXPECT_EQ(ToHostVector(dpc), run.want.pos);

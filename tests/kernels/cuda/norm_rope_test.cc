@@ -1,9 +1,9 @@
-// The NormRope cases (kernels/norm_rope_test.h) on the CUDA device; and KV writes in the
-// launch (NormRopeArgs::kv) on device buffers: the launch's own cache stores against NormRope
-// then KvWrite, bit for bit (a ring slot, a full cache, a skipped negative position and one past
-// the capacity, a write of some of the rows, a batch of one-row writes into two caches, and a
-// write the launch cannot take, which runs as KvWrite). Tolerance 3e-5 of the head's largest
-// |ref| (the norm's f32 sum of squares, rms_norm_test.h).
+// The NormRope cases (kernels/norm_rope_test.h) on the CUDA device; and KV writes in the launch
+// (NormRopeArgs::kv) on device buffers: the launch's own cache stores against NormRope then
+// KvWrite, bit for bit (a ring slot, a full cache, a skipped negative position and one past the
+// capacity, a write of some of the rows, a batch of one-row writes into two caches, and a write the
+// launch cannot take, which runs as KvWrite; a full cache through a block table). Tolerance 3e-5 of
+// the head's largest |ref| (the norm's f32 sum of squares, rms_norm_test.h).
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -48,6 +48,8 @@ struct KvCase {
   int32_t window;
   int64_t capacity;
   std::vector<KvCaseWrite> writes;
+  int32_t block = 0;           // paged (ops/kv_blocks.h): blocks of `block` slots at
+  std::vector<int32_t> table = {};  // these blocks of the arrays (a permutation of them)
 };
 
 TEST_F(CudaNormRopeTest, KvWritesInTheLaunchAreNormRopeThenKvWrite) {
@@ -65,6 +67,7 @@ TEST_F(CudaNormRopeTest, KvWritesInTheLaunchAreNormRopeThenKvWrite) {
       {"a batch: one row per write, two caches", {9, 2, 30, 11}, 6, 6,
        {{0, 1, 0}, {1, 1, 1}, {2, 1, 0}, {3, 1, 1}}},
       {"not the launch's", {3, 4}, 0, 8, {{-1, 1, 0}}},
+      {"paged full cache", {1, 2, 3, 4}, 0, 6, {{0, 4, 0}}, 2, {2, 0, 1}},
   };
   uint32_t seed = 40;
   for (const KvCase& c : cases) {
@@ -77,7 +80,7 @@ TEST_F(CudaNormRopeTest, KvWritesInTheLaunchAreNormRopeThenKvWrite) {
     const std::vector<int32_t> pc(static_cast<size_t>(c.capacity), -1);
     struct Dev {
       Buffer<float> q, k, v, kc[2], vc[2];
-      Buffer<int32_t> pos, pc[2];
+      Buffer<int32_t> pos, pc[2], table;
     };
     auto make = [&] {
       return Dev{OnDevice(q),
@@ -86,7 +89,8 @@ TEST_F(CudaNormRopeTest, KvWritesInTheLaunchAreNormRopeThenKvWrite) {
                  {OnDevice(kc), OnDevice(kc)},
                  {OnDevice(vc), OnDevice(vc)},
                  OnDevice(c.pos),
-                 {OnDevice(pc), OnDevice(pc)}};
+                 {OnDevice(pc), OnDevice(pc)},
+                 OnDevice(c.table)};
     };
     auto args = [&](Dev& d, NormRopeArgs* a, std::vector<KvWriteArgs>* kv) {
       const TensorView& q_norm = wq.view();
@@ -103,6 +107,7 @@ TEST_F(CudaNormRopeTest, KvWritesInTheLaunchAreNormRopeThenKvWrite) {
         x.C = w.C, x.row = row, x.window = c.window, x.capacity = c.capacity;
         x.k_cache = d.kc[w.cache].data(), x.v_cache = d.vc[w.cache].data();
         x.pos_cache = d.pc[w.cache].data();
+        if (c.block > 0) x.block_table = d.table.data(), x.block_size = c.block;
         kv->push_back(x);
       }
     };

@@ -4,6 +4,7 @@
 // the dev ops' in-place paths are the ones run.
 #include "kernels/cuda/staged_ops.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -50,6 +51,17 @@ bool ToHost(void* dst, const void* src, size_t bytes) {
 bool Sync(const char* what) {
   DeviceContext* dc = ActiveDevice();
   return dc != nullptr && dc->Sync(what);
+}
+
+// The K/V entries a cache of `slots` slots spans: the slots, or through a block table
+// (ops/kv_blocks.h) up to the end of its highest block.
+int64_t KvEntries(const int32_t* table, int32_t block_size, int64_t slots) {
+  if (table == nullptr) return slots;
+  int64_t entries = 0;
+  for (int64_t b = 0; b < slots / block_size; ++b) {
+    entries = std::max(entries, (int64_t{table[b]} + 1) * block_size);
+  }
+  return entries;
 }
 
 void FillNaN(float* out, int64_t n) {
@@ -131,9 +143,14 @@ void Rope(ThreadPool& pool, float* x, const int32_t* positions, int64_t T, int64
 
 void Attention(ThreadPool& pool, const AttentionArgs& a) {
   if (a.T <= 0) return;
-  const int64_t q_n = a.T * a.n_heads * a.head_dim, kv_n = a.S * a.n_kv_heads * a.head_dim;
+  const int64_t q_n = a.T * a.n_heads * a.head_dim;
+  const int64_t kv_n = KvEntries(a.block_table, a.block_size, a.S) * a.n_kv_heads * a.head_dim;
   if (!Ready()) return FillNaN(a.out, q_n);
   AttentionArgs d = a;
+  if (a.block_table != nullptr) {
+    d.block_table = Staged(6, a.block_table, a.S / a.block_size);
+    if (d.block_table == nullptr) return FillNaN(a.out, q_n);
+  }
   float* q = Staged(0, a.q, q_n);
   float* k = q != nullptr ? Staged(1, a.k, kv_n) : nullptr;
   float* v = k != nullptr ? Staged(2, a.v, kv_n) : nullptr;
@@ -267,9 +284,13 @@ void ResidualNorm(ThreadPool& pool, const ResidualNormArgs& a) {
 // a plausible cache.
 void KvWrite(ThreadPool& pool, const KvWriteArgs& a) {
   if (a.C <= 0) return;
-  const int64_t cache = a.capacity * a.row;
+  const int64_t cache = KvEntries(a.block_table, a.block_size, a.capacity) * a.row;
   KvWriteArgs d = a;
   bool ok = Ready();
+  if (ok && a.block_table != nullptr) {
+    d.block_table = Staged(6, a.block_table, a.capacity / a.block_size);
+    ok = d.block_table != nullptr;
+  }
   if (ok) {
     d.k = Staged(0, a.k, a.C * a.row);
     d.v = d.k != nullptr ? Staged(1, a.v, a.C * a.row) : nullptr;
