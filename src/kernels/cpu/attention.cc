@@ -338,13 +338,17 @@ HWY_INLINE bool SlotVisible(const AttentionArgs& a, int64_t qp, int64_t s) {
 
 // vis[0 .. n) = where the K/V of the slots in [b0, b1) that a query at position qp sees are
 // (their entries, ops/kv_blocks.h: the slots themselves without a block table); returns n. The
-// loops below read rows by entry, so a paged cache costs only this lookup per key and query.
+// loops below read rows by entry, so a paged cache costs one table read per block here.
 int64_t VisibleSlots(const AttentionArgs& a, int64_t qp, int64_t b0, int64_t b1, int32_t* vis) {
   int64_t nv = 0;
-  if (a.block_table != nullptr) {
-    for (int64_t s = b0; s < b1; ++s) {
-      if (SlotVisible(a, qp, s)) {
-        vis[nv++] = static_cast<int32_t>(KvEntry(a.block_table, a.block_size, s));
+  if (a.block_table != nullptr && b0 < b1) {
+    // Block by block: within one, an entry is its slot plus the block's shift.
+    const int64_t bs = a.block_size;
+    for (int64_t s = b0; s < b1;) {
+      const int64_t end = std::min(b1, (s / bs + 1) * bs);
+      const int64_t shift = KvEntry(a.block_table, a.block_size, s) - s;
+      for (; s < end; ++s) {
+        if (SlotVisible(a, qp, s)) vis[nv++] = static_cast<int32_t>(s + shift);
       }
     }
     return nv;

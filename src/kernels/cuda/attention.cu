@@ -139,9 +139,14 @@ __global__ void __launch_bounds__(kAttentionWarps * 32) AttnKernel(const AttnBat
     }
     // Also the barrier after which the previous tile is consumed (block-uniform result).
     if (!__syncthreads_or(seen)) continue;
+    // The tile's entries follow each other when it lies in one block (ops/kv_blocks.h).
+    const int64_t e0 = KvEntryOnDevice(p.block_table, p.block_size, s0);
+    const bool one_block = p.block_table == nullptr ||
+                           s0 / p.block_size == (s0 + n_keys - 1) / p.block_size;
     for (int idx = tid; idx < n_keys * hd; idx += kAttentionWarps * 32) {
       const int c = idx / hd, d = idx % hd;
-      const int64_t e = KvEntryOnDevice(p.block_table, p.block_size, s0 + c);
+      const int64_t e =
+          one_block ? e0 + c : KvEntryOnDevice(p.block_table, p.block_size, s0 + c);
       const int64_t g = (e * p.n_kv + kvh) * p.hd + d;
       ks[idx] = p.k[g];
       vs[idx] = p.v[g];

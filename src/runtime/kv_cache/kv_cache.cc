@@ -92,6 +92,18 @@ StatusOr<KvView> SequenceKvCache::Write(const KvWriter& write, int layer, const 
   return Internal("KV cache: layer " + std::to_string(layer) + " is KV-shared and owns no cache");
 }
 
+uint64_t SequenceKvCache::storage_id() const {
+  uint64_t generations = 0;  // each only grows: the sum changes whenever one does
+  for (const auto& slot : layers_) {
+    if (const auto* full = std::get_if<FullKvCache>(&slot)) generations += full->pool_generation();
+  }
+  if (generations != pool_generations_) {
+    pool_generations_ = generations;
+    storage_id_ = NewKvStorageId();
+  }
+  return storage_id_;
+}
+
 std::string SequenceKvCache::Describe() const {
   char buf[320];
   std::snprintf(buf, sizeof buf,
@@ -201,7 +213,7 @@ StatusOr<std::unique_ptr<SequenceKvCache>> SequenceKvCache::Clone(int32_t n,
       G4_RETURN_IF_ERROR(dst.Truncate(n));
     }
     if (const auto* full = std::get_if<FullKvCache>(&layers_[l])) {
-      G4_RETURN_IF_ERROR(std::get<FullKvCache>(copy->layers_[l]).CopyFrom(*full, n));
+      G4_RETURN_IF_ERROR(std::get<FullKvCache>(copy->layers_[l]).ShareFrom(*full, n));
     }
   }
   copy->size_ = n;

@@ -52,7 +52,9 @@ class SequenceKvCache : public KvStore {
   Status Reserve(const int32_t* pos, int64_t C) override;
   StatusOr<KvView> Write(const KvWriter& write, int layer, const float* k, const float* v,
                          const int32_t* dev_pos, int64_t C) override;
-  uint64_t storage_id() const override { return storage_id_; }
+  // Also changes when a pool this cache's full layers share grows (another cache's growth or
+  // copy-on-write may have moved it).
+  uint64_t storage_id() const override;
 
   int max_context() const { return max_context_; }
   // Positions stored so far (the next position to run).
@@ -84,10 +86,11 @@ class SequenceKvCache : public KvStore {
   // otherwise.
   bool CanTruncate(int32_t n) const;
   Status Truncate(int32_t n);
-  // A copy of this cache's state at n <= size(), in its own storage in the same Memory: a
-  // sequence branching from a kept cache that stays kept for the next one. The rings come from
-  // `at` (a snapshot of this cache at n) or, without one, are truncated (CanTruncate(n)); the
-  // full layers copy positions [0, n) only.
+  // This cache's state at n <= size() for another sequence: one branching from a kept cache
+  // that stays kept for the next one. The rings are copies, from `at` (a snapshot of this
+  // cache at n) or, without one, truncated (CanTruncate(n)); the full layers share the blocks
+  // of positions [0, n) with this cache (FullKvCache::ShareFrom): whichever writes into a
+  // shared block first takes a copy of it.
   StatusOr<std::unique_ptr<SequenceKvCache>> Clone(int32_t n,
                                                    const KvSnapshot* at = nullptr) const;
   // Lets a later sequence in this cache hold up to n positions (reserved_bytes() follows).
@@ -101,7 +104,8 @@ class SequenceKvCache : public KvStore {
   KvDtype dtype_ = KvDtype::kF32;
   int max_context_ = 0;
   int32_t size_ = 0;
-  uint64_t storage_id_ = NewKvStorageId();
+  mutable uint64_t storage_id_ = NewKvStorageId();
+  mutable uint64_t pool_generations_ = 0;  // their sum when storage_id_ was last checked
   int num_layers_ = 0, num_cached_layers_ = 0, num_rings_ = 0;
   int window_ = 0;  // the largest ring, for Describe()
   size_t block_size_ = kDefaultBlockSize;

@@ -46,19 +46,21 @@ Status KvRows::Zero(int64_t from, int64_t to) {
   return Status();
 }
 
-Status KvRows::CopyFrom(const KvRows& src, int64_t entries, int64_t at) {
+Status KvRows::CopyFrom(const KvRows& src, int64_t entries, int64_t at, int64_t from) {
   if (entries <= 0) return Status();
   if (src.dtype_ != dtype_ || src.row_ != row_) {
     return Internal("KV cache: copy between rows of different shapes or dtypes");
   }
   Plane to[4];
-  ConstPlane from[4];
+  ConstPlane planes[4];  // the source's
   const int n = Planes(to);
-  src.Planes(from);
+  src.Planes(planes);
   for (int i = 0; i < n; ++i) {
     const size_t bytes = static_cast<size_t>(entries) * to[i].bytes;
     const size_t off = static_cast<size_t>(at) * to[i].bytes;
-    G4_RETURN_IF_ERROR(memory().Copy(to[i].buffer->data() + off, from[i].buffer->data(), bytes));
+    const size_t src_off = static_cast<size_t>(from) * to[i].bytes;
+    G4_RETURN_IF_ERROR(
+        memory().Copy(to[i].buffer->data() + off, planes[i].buffer->data() + src_off, bytes));
   }
   return Status();
 }

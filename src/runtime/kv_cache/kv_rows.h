@@ -23,8 +23,9 @@ class KvRows {
   Status Allocate(int64_t entries);
   // Zeroes entries [from, to): empty slots are masked by position but must not hold NaN bytes.
   Status Zero(int64_t from, int64_t to);
-  // Copies src's first `entries` entries (same dtype and row) to this one's at `at`.
-  Status CopyFrom(const KvRows& src, int64_t entries, int64_t at = 0);
+  // Copies src's `entries` entries from `from` (same dtype and row; src may be this one, the
+  // ranges apart) to this one's at `at`.
+  Status CopyFrom(const KvRows& src, int64_t entries, int64_t at = 0, int64_t from = 0);
   // Copies f32 rows k, v: [C, row] (in the Memory) to entries [at, at + C); f32 storage only.
   Status CopyF32(const float* k, const float* v, int64_t C, int64_t at);
 
@@ -33,6 +34,8 @@ class KvRows {
   void View(KvView* v) const;
 
   KvDtype dtype() const { return dtype_; }
+  int64_t row() const { return row_; }
+  Memory& memory() const { return k_.memory(); }
   // K or V alone (q8: with its scales).
   size_t entry_bytes() const { return KvRowBytes(dtype_, row_); }
   // Moves when Allocate reallocates.
@@ -40,7 +43,6 @@ class KvRows {
   bool empty() const { return k_.size() == 0; }
 
  private:
-  Memory& memory() const { return k_.memory(); }
   // The arrays and the bytes each holds per entry: K and V, then (q8) their scales.
   template <class B>
   struct PlaneOf {

@@ -14,6 +14,7 @@
 #include "core/q8_blocks.h"
 #include "model/gemma4/config.h"
 #include "ops/backend.h"
+#include "ops/kv_blocks.h"
 #include "runtime/kv_cache/kv_cache.h"
 #include "synthetic/gemma4.h"
 
@@ -326,6 +327,72 @@ TEST(SequenceKvCacheTest, Q8RefusesHeadsThatAreNotWholeBlocks) {
   EXPECT_THAT(c.status().message(), HasSubstr("multiple of 32"));
 }
 
+// Prefix reuse without copies: a cache sharing another's first n positions holds its blocks (the
+// pool hands out none), and whichever writes into a shared block first takes a copy of what it
+// holds there; the other keeps reading its own values. A reset or truncation behind a shared
+// block writes a copy too. Dropping a cache frees only the blocks no one else holds.
+TEST(FullKvCacheTest, SharedBlocksAreCopiedByTheirFirstWriter) {
+  const int row = 2;
+  FullKvCache a(1, row, /*block_size=*/4, /*max_positions=*/64);
+  // Position p holds sign * (p + 1) in every value: a's +, b's -.
+  auto append = [&](FullKvCache& c, int32_t p, float sign) {
+    const std::vector<float> k = Row(row, sign * static_cast<float>(p + 1));
+    return Append(c, k.data(), k.data(), &p, 1);
+  };
+  // The positions c's view sees, each with its first K value.
+  auto held = [&](const KvView& v) {
+    std::map<int32_t, float> m;
+    for (int64_t s = 0; s < v.S; ++s) {
+      if (v.pos[s] >= 0) m[v.pos[s]] = v.k[KvEntry(v.block_table, v.block_size, s) * row];
+    }
+    return m;
+  };
+  auto expect = [&](const KvView& v, int32_t n, int32_t own_from, float own_sign) {
+    const std::map<int32_t, float> m = held(v);
+    ASSERT_EQ(m.size(), static_cast<size_t>(n));
+    for (const auto& [p, value] : m) {
+      EXPECT_EQ(value, (p >= own_from ? own_sign : 1.0f) * static_cast<float>(p + 1)) << p;
+    }
+  };
+  for (int32_t p = 0; p < 10; ++p) ASSERT_TRUE(append(a, p, 1.0f).ok());
+  const KvBlockPool& pool = a.pool();
+  ASSERT_EQ(pool.used(), 3);  // 10 positions: capacity 12
+  {
+    FullKvCache b(1, row, 4, 64);
+    ASSERT_TRUE(b.ShareFrom(a, 6).ok());
+    EXPECT_EQ(&b.pool(), &pool);
+    EXPECT_EQ(b.num_blocks(), 2u);
+    EXPECT_EQ(pool.used(), 3) << "shared, not copied";
+    // b writes 6 and 7 into the block it shares with a (positions 4..7): a copy of 4 and 5.
+    ASSERT_TRUE(append(b, 6, -1.0f).ok());
+    auto bv = append(b, 7, -1.0f);
+    ASSERT_TRUE(bv.ok());
+    EXPECT_EQ(pool.used(), 4);
+    expect(*bv, 8, 6, -1.0f);
+    auto av = append(a, 10, 1.0f);  // a's own block 2: nothing copied
+    ASSERT_TRUE(av.ok());
+    EXPECT_EQ(pool.used(), 4);
+    expect(*av, 11, 11, 1.0f);
+    // a goes back to 2 and rewrites 2 and 3 in block 0, which b holds too.
+    ASSERT_TRUE(a.Truncate(2).ok());
+    ASSERT_TRUE(append(a, 2, -1.0f).ok());
+    av = append(a, 3, -1.0f);
+    ASSERT_TRUE(av.ok());
+    EXPECT_EQ(pool.used(), 5);
+    expect(*av, 4, 2, -1.0f);
+    bv = append(b, 8, -1.0f);
+    ASSERT_TRUE(bv.ok());
+    expect(*bv, 9, 6, -1.0f);  // still a's 0..5 as they were
+  }
+  EXPECT_EQ(pool.used(), 3) << "b's blocks freed, a's kept";
+  // A reset shares nothing now: a keeps its blocks and its table.
+  a.Reset();
+  auto again = append(a, 0, 1.0f);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(pool.used(), 3);
+  expect(*again, 1, 1, 1.0f);
+}
+
 // The tiny preset's layers in one bf16 (or q8: sliding heads of 32) cache of 64 positions,
 // each K/V value its position.
 struct TinyCache {
@@ -342,10 +409,12 @@ struct TinyCache {
     EXPECT_TRUE(c.ok()) << c.status().ToString();
     cache = std::move(*c);
   }
-  // The first value of slot s's K in a view of `row` values an entry, as stored.
+  // The first value of slot s's K in a view of `row` values an entry, as stored (a full
+  // layer's through its block table).
   float FirstKey(const KvView& view, int64_t s, int64_t row) const {
-    if (dtype == KvDtype::kQ8) return view.k_scale8[s * row / kQ8Block] * view.k8[s * row];
-    return Bf16ToF32(view.k16[s * row]);
+    const int64_t e = KvEntry(view.block_table, view.block_size, s);
+    if (dtype == KvDtype::kQ8) return view.k_scale8[e * row / kQ8Block] * view.k8[e * row];
+    return Bf16ToF32(view.k16[e * row]);
   }
   int64_t RowOf(int layer) const {
     const KvLayout& l = layouts[static_cast<size_t>(layer)];
