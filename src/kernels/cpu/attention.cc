@@ -83,6 +83,11 @@ struct Rows {
     if constexpr (std::is_same_v<KT, int8_t>) return {base + s * stride, scale + s * scale_stride};
     return {base + s * stride, nullptr};
   }
+  // The values of key j of the gathered keys vis[0, nv) (the last one for j past them): the
+  // row a prefetch ahead of key j's loads brings in.
+  const KT* Ahead(const int32_t* vis, int64_t nv, int64_t j) const {
+    return (*this)[vis[std::min(nv - 1, j)]].p;
+  }
 };
 
 // Lanes(df) values of r from element d (d % Lanes(df) == 0) as f32.
@@ -135,10 +140,10 @@ void Scores(const float* const* q, const Rows<KT>& k, const int32_t* vis, int64_
     const Row<KT> k0 = k[vis[j]];
     const Row<KT> k1 = two ? k[vis[j + 1]] : k0;
     // The rows kPrefetchKeys keys ahead, a line for each line read here.
-    const KT* f0 = k[vis[std::min(nv - 1, j + kPrefetchKeys)]].p;
-    const KT* f1 = k[vis[std::min(nv - 1, j + kPrefetchKeys + 1)]].p;
-    const KT* l0 = k[vis[std::min(nv - 1, j + kPrefetchL2Keys)]].p;
-    const KT* l1 = k[vis[std::min(nv - 1, j + kPrefetchL2Keys + 1)]].p;
+    const KT* f0 = k.Ahead(vis, nv, j + kPrefetchKeys);
+    const KT* f1 = k.Ahead(vis, nv, j + kPrefetchKeys + 1);
+    const KT* l0 = k.Ahead(vis, nv, j + kPrefetchL2Keys);
+    const KT* l1 = k.Ahead(vis, nv, j + kPrefetchL2Keys + 1);
     VF a0[NH], a1[NH];
     Unrolled<NH>([&](auto g) HWY_ATTR { a0[g] = a1[g] = hn::Zero(df); });
     int64_t d = 0;
@@ -190,8 +195,8 @@ void AccumulateV(const float* p, int64_t p_stride, const Rows<KT>& v, const int3
     const KT* fr[4];  // the rows kPrefetchKeys keys ahead, a line for each line read here
     const KT* lr[4];  // and kPrefetchL2Keys ahead, into L2
     for (int64_t i = 0; i < 4; ++i) {
-      fr[i] = v[vis[std::min(nv - 1, j + kPrefetchKeys + i)]].p;
-      lr[i] = v[vis[std::min(nv - 1, j + kPrefetchL2Keys + i)]].p;
+      fr[i] = v.Ahead(vis, nv, j + kPrefetchKeys + i);
+      lr[i] = v.Ahead(vis, nv, j + kPrefetchL2Keys + i);
     }
     int64_t d = 0;
     for (; d + L <= D; d += L) {
