@@ -6,13 +6,13 @@
 // unwritten, shows. A copy: the results are bit for bit.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "kernels/op_backend.h"
 #include "kernels/test_util.h"
+#include "ops/kv_blocks.h"
 
 namespace g4::testing {
 
@@ -26,9 +26,7 @@ struct KvCase {
 
   // Rows of the K/V arrays: the slots, or up to the end of the highest block of the table.
   int64_t entries() const {
-    int64_t n = table.empty() ? capacity : 0;
-    for (int32_t b : table) n = std::max<int64_t>(n, (int64_t{b} + 1) * block);
-    return n;
+    return KvEntries(table.empty() ? nullptr : table.data(), block, capacity);
   }
   // Where slot's K/V row is (ops/kv_blocks.h, written out).
   int64_t entry(int64_t slot) const {

@@ -10,9 +10,9 @@
 #include <cmath>
 #include <string>
 
-#include "kernels/cuda/kv_write.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/load.cuh"
+#include "ops/kv_blocks.h"
 
 namespace g4::cuda {
 namespace {
@@ -23,7 +23,7 @@ struct AttnParams {
   const float* v;
   const int32_t* q_pos;
   const int32_t* k_pos;
-  const int32_t* block_table;  // [S / block_size] or null: slot s's K/V at KvEntryOnDevice(s)
+  const int32_t* block_table;  // [S / block_size] or null: slot s's K/V at KvEntry(s)
   int32_t block_size;
   int64_t T, S, n_heads, n_kv, hd, group, rows_total;
   int32_t window;
@@ -140,13 +140,13 @@ __global__ void __launch_bounds__(kAttentionWarps * 32) AttnKernel(const AttnBat
     // Also the barrier after which the previous tile is consumed (block-uniform result).
     if (!__syncthreads_or(seen)) continue;
     // The tile's entries follow each other when it lies in one block (ops/kv_blocks.h).
-    const int64_t e0 = KvEntryOnDevice(p.block_table, p.block_size, s0);
+    const int64_t e0 = KvEntry(p.block_table, p.block_size, s0);
     const bool one_block = p.block_table == nullptr ||
                            s0 / p.block_size == (s0 + n_keys - 1) / p.block_size;
     for (int idx = tid; idx < n_keys * hd; idx += kAttentionWarps * 32) {
       const int c = idx / hd, d = idx % hd;
       const int64_t e =
-          one_block ? e0 + c : KvEntryOnDevice(p.block_table, p.block_size, s0 + c);
+          one_block ? e0 + c : KvEntry(p.block_table, p.block_size, s0 + c);
       const int64_t g = (e * p.n_kv + kvh) * p.hd + d;
       ks[idx] = p.k[g];
       vs[idx] = p.v[g];

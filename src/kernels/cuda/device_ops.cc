@@ -6,7 +6,6 @@
 // define (not a multiple of 32: small test models; Gemma 4's 256 and 512 run on the device) run the
 // CPU kernel on host copies of the inputs, and the result is uploaded: never while a graph is
 // captured (a graph cannot record host work), where the attempt fails the capture instead.
-#include <algorithm>
 #include <string>
 
 #include "kernels/cpu/kernels.h"
@@ -15,6 +14,7 @@
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/matmul.h"
 #include "kernels/cuda/matmul_quant.h"
+#include "ops/kv_blocks.h"
 
 namespace g4::cuda {
 
@@ -52,18 +52,14 @@ void AttentionOnHost(DeviceContext* dc, ThreadPool& pool, const AttentionArgs& a
   }
   AttentionArgs h = a;
   // A paged view (ops/kv_blocks.h) copies its table and the K/V up to its highest block.
-  int64_t entries = a.S;
   if (a.block_table != nullptr) {
     const int64_t blocks = a.block_size > 0 ? a.S / a.block_size : 0;
     auto* table = HostScratchOf<int32_t>(6, blocks);
     if (!dc->ToHost(table, a.block_table, static_cast<size_t>(blocks) * sizeof(int32_t))) return;
-    entries = 0;
-    for (int64_t b = 0; b < blocks; ++b) {
-      entries = std::max(entries, (int64_t{table[b]} + 1) * a.block_size);
-    }
     h.block_table = table;
   }
-  const int64_t q_n = a.T * a.n_heads * a.head_dim, kv_n = entries * a.n_kv_heads * a.head_dim;
+  const int64_t q_n = a.T * a.n_heads * a.head_dim;
+  const int64_t kv_n = KvEntries(h.block_table, a.block_size, a.S) * a.n_kv_heads * a.head_dim;
   float* q = HostScratchOf<float>(0, q_n);
   float* k = HostScratchOf<float>(1, kv_n);
   float* v = HostScratchOf<float>(2, kv_n);

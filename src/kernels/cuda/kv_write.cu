@@ -27,7 +27,7 @@ __global__ void KvWriteKernel(const float* k, const float* v, const int32_t* pos
   const int32_t p = pos[r];
   const int64_t slot = KvSlot(p, window, base, capacity);
   if (slot < 0) return;  // block-uniform: no barrier below
-  const int64_t e = KvEntryOnDevice(block_table, block_size, slot);
+  const int64_t e = KvEntry(block_table, block_size, slot);
   const float* ks = k + r * row;
   const float* vs = v + r * row;
   float* kd = k_cache + e * row;

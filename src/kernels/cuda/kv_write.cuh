@@ -1,11 +1,13 @@
-// The KV cache's slot and entry rules on the device (ops/kv_write.h, ops/kv_blocks.h), shared by
-// the KvWrite kernel, the KV store inside NormRope and attention, so all put or find a row where
-// the ref kernels do.
+// The KV cache's slot rule on the device (ops/kv_write.h), shared by the KvWrite kernel and the
+// KV store inside NormRope, so both put a row where ref::KvWrite does; the slot's entry is
+// ops/kv_blocks.h's KvEntry, which the device calls as it is.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
+
+#include "ops/kv_blocks.h"
 
 namespace g4::cuda {
 
@@ -17,14 +19,6 @@ __device__ __forceinline__ int64_t KvSlot(int32_t pos, int32_t window, int64_t b
   if (pos < 0) return -1;
   const int64_t slot = window > 0 ? pos % window : pos - base;
   return slot >= 0 && slot < capacity ? slot : -1;
-}
-
-// Where slot's K/V rows are: entry block_table[slot / block_size] * block_size + slot %
-// block_size of the arrays with a table, the slot itself without (ops/kv_blocks.h's KvEntry).
-__device__ __forceinline__ int64_t KvEntryOnDevice(const int32_t* block_table, int32_t block_size,
-                                                   int64_t slot) {
-  if (block_table == nullptr) return slot;
-  return static_cast<int64_t>(block_table[slot / block_size]) * block_size + slot % block_size;
 }
 
 }  // namespace g4::cuda

@@ -62,7 +62,7 @@ __global__ void NormRopeKernel(NormRopeParts parts, const int32_t* positions, in
     const int64_t slot = KvSlot(pos, kv.window, kv.base, kv.capacity);
     if (slot >= 0) {
       const int64_t head = row % parts.H[p];
-      const int64_t e = KvEntryOnDevice(kv.block_table, kv.block_size, slot);
+      const int64_t e = KvEntry(kv.block_table, kv.block_size, slot);
       cache = (p == 1 ? kv.k_cache : kv.v_cache) + e * kv.row + head * D;
       if (p == 1 && head == 0 && threadIdx.x == 0) kv.pos_cache[slot] = pos;
     }

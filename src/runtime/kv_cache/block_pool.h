@@ -43,7 +43,6 @@ class KvBlockPool {
   void Target(KvWriteArgs* a) { rows_.Target(a); }
   void View(KvView* v) const { rows_.View(v); }
 
-  int block_size() const { return block_size_; }
   KvDtype dtype() const { return rows_.dtype(); }
   // Bytes of one block's K and V.
   size_t block_bytes() const { return 2 * rows_.entry_bytes() * static_cast<size_t>(block_size_); }

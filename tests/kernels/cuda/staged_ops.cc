@@ -4,7 +4,6 @@
 // the dev ops' in-place paths are the ones run.
 #include "kernels/cuda/staged_ops.h"
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -13,6 +12,7 @@
 #include <vector>
 
 #include "kernels/cuda/device_context.h"
+#include "ops/kv_blocks.h"
 #include "ops/memory.h"
 
 namespace g4::cuda::staged {
@@ -51,17 +51,6 @@ bool ToHost(void* dst, const void* src, size_t bytes) {
 bool Sync(const char* what) {
   DeviceContext* dc = ActiveDevice();
   return dc != nullptr && dc->Sync(what);
-}
-
-// The K/V entries a cache of `slots` slots spans: the slots, or through a block table
-// (ops/kv_blocks.h) up to the end of its highest block.
-int64_t KvEntries(const int32_t* table, int32_t block_size, int64_t slots) {
-  if (table == nullptr) return slots;
-  int64_t entries = 0;
-  for (int64_t b = 0; b < slots / block_size; ++b) {
-    entries = std::max(entries, (int64_t{table[b]} + 1) * block_size);
-  }
-  return entries;
 }
 
 void FillNaN(float* out, int64_t n) {
