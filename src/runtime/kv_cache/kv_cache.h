@@ -68,6 +68,11 @@ class SequenceKvCache : public KvStore {
     const size_t blocks = (static_cast<size_t>(max_context_) + block_size_ - 1) / block_size_;
     return ring_bytes_ + bytes_per_token_ * blocks * block_size_;
   }
+  // The full layers' bytes in the whole blocks of positions [0, n): what a Clone(n) shares
+  // without ever copying (it writes from n on, and copies the block holding n first).
+  size_t SharedBytes(int32_t n) const {
+    return bytes_per_token_ * (static_cast<size_t>(n) / block_size_) * block_size_;
+  }
   int num_cached_layers() const { return num_cached_layers_; }
   // Blocks the full layers have allocated so far (they grow with the sequence) and the bytes
   // held now: the rings plus those blocks. The server's /metrics sums these over sequences.

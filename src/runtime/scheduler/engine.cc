@@ -54,6 +54,10 @@ struct Engine::Active {
   std::vector<float> snapshot_logits;
   int32_t branch_at = 0;                // Resumed::branch
   std::unique_ptr<KvSnapshot> branch;   // the cache at branch_at
+  // What it added to reserved_bytes_ (its cache's reservation less the blocks it shares with
+  // the kept cache it pins, Resumed::pinned), and that pin.
+  size_t reserved = 0;
+  uint64_t pinned = 0;
   Clock::time_point arrival, prefill_done, last_token;
   bool got_first = false;
   GenerationStats stats;
@@ -202,7 +206,7 @@ StatusOr<std::shared_ptr<RequestHandle>> Engine::Submit(EngineRequest request) {
       return Unavailable("the request queue is full (" + std::to_string(options_.max_waiting) +
                          " waiting); retry later");
     }
-    waiting_.push_back(Queued{std::move(request), handle, kv_bytes});
+    waiting_.push_back(Queued{std::move(request), handle, kv_bytes, ResumePlan()});
   }
   cv_.notify_all();
   return handle;
@@ -215,8 +219,8 @@ EngineStats Engine::Stats() const {
   s.waiting = static_cast<int>(waiting_.size());
   s.kv_cache_usage = kv_budget_bytes_ ? static_cast<double>(reserved_bytes_) / kv_budget_bytes_ : 0.0;
   s.kv_budget_bytes = kv_budget_bytes_;
-  s.retained_caches = static_cast<int>(retained_.size());
-  s.retained_bytes = retained_bytes_;
+  s.retained_caches = kept_.size();
+  s.retained_bytes = kept_.bytes();
   s.kv_blocks_in_use = kv_blocks_in_use_;
   s.kv_bytes_in_use = kv_bytes_in_use_;
   s.decode_steps = decode_steps_;
@@ -268,13 +272,33 @@ void Engine::Loop() {
       if (stop_) break;
       // In arrival order while a slot is free and the next one's KV reservation fits (it waits
       // for running ones to finish otherwise; Submit refused any that could never fit).
-      // Kept caches give way to it first (least recently used first).
+      // Kept caches give way to it first (least recently used first), except one it branches
+      // from: the blocks it shares with that one are counted once, in the kept cache's bytes.
       size_t reserved = reserved_bytes_;
       while (static_cast<int>(active_.size() + admitted.size()) < options_.max_batch &&
              !waiting_.empty()) {
-        const size_t need = waiting_.front().kv_bytes;
-        if (reserved + retained_bytes_ + need > kv_budget_bytes_) EvictRetained(reserved, need);
-        if (reserved + retained_bytes_ + need > kv_budget_bytes_) break;
+        Queued& q = waiting_.front();
+        if (options_.prefix_reuse) q.plan = kept_.Plan(q.req.prompt);
+        size_t need = q.kv_bytes - q.plan.shared_bytes;
+        auto fits = [&] { return reserved + kept_.bytes() + need <= kv_budget_bytes_; };
+        if (!fits()) EvictRetained(reserved, need);
+        if (!fits() && q.plan.kept != 0) {
+          // Not beside the cache it would resume from: that one may go too (as the least
+          // recently used), and the request resumes from what stays, if anything.
+          kept_.Release(q.plan);
+          q.plan = ResumePlan();
+          need = q.kv_bytes;
+          EvictRetained(reserved, need);
+          if (fits()) {
+            q.plan = kept_.Plan(q.req.prompt);
+            need -= q.plan.shared_bytes;
+          }
+        }
+        if (!fits()) {
+          kept_.Release(q.plan);
+          q.plan = ResumePlan();
+          break;
+        }
         reserved += need;
         admitted.push_back(std::move(waiting_.front()));
         waiting_.pop_front();
@@ -296,8 +320,7 @@ void Engine::Loop() {
   std::lock_guard<std::mutex> lock(mu_);
   running_count_ = 0;
   reserved_bytes_ = 0;
-  retained_.clear();
-  retained_bytes_ = 0;
+  kept_.Clear();
   kv_blocks_in_use_ = 0;
   kv_bytes_in_use_ = 0;
 }
@@ -310,7 +333,7 @@ void Engine::Admit(std::deque<Queued>& batch) {
     a->arrival = Clock::now();
     const int64_t want = static_cast<int64_t>(req.prompt.size()) + req.options.max_tokens;
     const int positions = static_cast<int>(std::min<int64_t>(want, options_.ctx_size));
-    Resumed from = TakeRetained(req.prompt);
+    Resumed from = TakeRetained(q.plan);
     const int32_t cached = from.cached;
     a->cache = std::move(from.cache);
     a->snapshot = std::move(from.snapshot);
@@ -359,7 +382,9 @@ void Engine::Admit(std::deque<Queued>& batch) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++running_count_;
-      reserved_bytes_ += a->cache->reserved_bytes();
+      a->reserved = a->cache->reserved_bytes() - from.shared_bytes;
+      a->pinned = from.pinned;
+      reserved_bytes_ += a->reserved;
     }
     active_.push_back(std::move(a));
     Active& added = *active_.back();
@@ -397,7 +422,9 @@ void Engine::Finish(Active& a, const std::string& reason) {
     // Free the slot before telling the submitter, so what it reads next is already true.
     std::lock_guard<std::mutex> lock(mu_);
     --running_count_;
-    reserved_bytes_ -= a.cache->reserved_bytes();
+    reserved_bytes_ -= a.reserved;
+    if (a.pinned) kept_.Unpin(a.pinned);
+    a.pinned = 0;
     kv_blocks_in_use_ = std::max<int64_t>(0, kv_blocks_in_use_ - static_cast<int64_t>(a.cache->num_blocks()));
     kv_bytes_in_use_ = std::max<int64_t>(0, kv_bytes_in_use_ - static_cast<int64_t>(a.cache->allocated_bytes()));
   }
@@ -407,18 +434,6 @@ void Engine::Finish(Active& a, const std::string& reason) {
   a.handle->Push(std::move(ev));
 }
 
-namespace {
-
-// How many leading ids a and b share.
-size_t CommonPrefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
-  const size_t n = std::min(a.size(), b.size());
-  size_t i = 0;
-  while (i < n && a[i] == b[i]) ++i;
-  return i;
-}
-
-}  // namespace
-
 std::unique_ptr<KvSnapshot> Engine::SnapshotOf(const Active& a) const {
   auto snap = a.cache->Snapshot();
   if (snap.ok()) return std::move(*snap);
@@ -426,77 +441,9 @@ std::unique_ptr<KvSnapshot> Engine::SnapshotOf(const Active& a) const {
   return nullptr;
 }
 
-Engine::Resumed Engine::TakeRetained(const std::vector<int32_t>& prompt) {
-  Resumed out;
-  if (!options_.prefix_reuse || prompt.empty()) return out;
-  const size_t P = prompt.size();
-  size_t best = retained_.size(), best_len = 0, branch = 0;
-  for (size_t i = 0; i < retained_.size(); ++i) {
-    const Retained& r = retained_[i];
-    const size_t shared = CommonPrefix(r.ids, prompt);
-    const size_t size = static_cast<size_t>(r.cache->size());
-    // Without the prompt's last logits at least its last token must run.
-    const size_t limit = std::min(shared, P - 1);
-    size_t usable = 0;
-    if (r.snapshot && r.snapshot->size() == static_cast<int32_t>(P) && shared >= P) {
-      usable = P;  // the same prompt again: its snapshot and logits
-    } else if (limit >= size) {
-      usable = size;  // the prompt goes on from where the cache ends: continue in place
-    } else if (r.cache->CanTruncate(static_cast<int32_t>(limit))) {
-      usable = limit;  // full layers, and rings that have not wrapped, keep any prefix
-    } else {
-      for (const KvSnapshot* s : {r.snapshot.get(), r.branch.get()}) {
-        if (s != nullptr && static_cast<size_t>(s->size()) <= limit) {
-          usable = std::max(usable, static_cast<size_t>(s->size()));
-        }
-      }
-    }
-    if (limit < size) branch = std::max(branch, limit);  // the prompt leaves it part way in
-    if (usable > best_len) {
-      best = i;
-      best_len = usable;
-    }
-  }
-  if (branch > best_len && best_len < P) out.branch = static_cast<int32_t>(branch);
-  if (best == retained_.size()) return out;
-  const int32_t len = static_cast<int32_t>(best_len);
-  Retained& kept = retained_[best];
-  if (len == kept.cache->size()) {
-    // The prompt goes on from the whole kept cache: it takes the cache over (what it keeps when
-    // it finishes holds all of this one).
-    Retained r = std::move(kept);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      retained_.erase(retained_.begin() + static_cast<std::ptrdiff_t>(best));
-      retained_bytes_ -= r.bytes;
-    }
-    out.cache = std::move(r.cache);
-    out.branch_snapshot = std::move(r.branch);
-    if (best_len == P) {  // the state at the prompt's end stays this sequence's snapshot
-      out.snapshot = std::move(r.snapshot);
-      out.logits = std::move(r.logits);
-    }
-  } else {
-    // It leaves part way in: a copy of the prefix's state (the full layers' prefix only); the
-    // kept cache stays for the next prompt (requests sharing a system prompt, running together
-    // or not).
-    const KvSnapshot* at = nullptr;
-    for (const KvSnapshot* s : {kept.snapshot.get(), kept.branch.get()}) {
-      if (s != nullptr && s->size() == len) at = s;
-    }
-    auto copy = kept.cache->Clone(len, at);
-    if (!copy.ok()) {
-      LogWarning("prefix reuse: " + copy.status().ToString() + "; starting from an empty cache");
-      return Resumed{};
-    }
-    out.cache = std::move(*copy);
-    if (best_len == P) out.logits = kept.logits;
-    std::lock_guard<std::mutex> lock(mu_);  // most recently used
-    std::rotate(retained_.begin(), retained_.begin() + static_cast<std::ptrdiff_t>(best),
-                retained_.begin() + static_cast<std::ptrdiff_t>(best) + 1);
-  }
-  out.cached = len;
-  return out;
+Resumed Engine::TakeRetained(const ResumePlan& plan) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return kept_.Take(plan);
 }
 
 void Engine::Retain(Active& a) {
@@ -504,41 +451,20 @@ void Engine::Retain(Active& a) {
       a.ids.size() != static_cast<size_t>(a.cache->size())) {
     return;
   }
-  Retained r;
+  KeptCache r;
   r.cache = std::move(a.cache);
   r.ids = std::move(a.ids);
   r.snapshot = std::move(a.snapshot);
   r.logits = std::move(a.snapshot_logits);
   r.branch = std::move(a.branch);
   std::lock_guard<std::mutex> lock(mu_);
-  // Kept caches this one holds all of (it ran from a copy of one) go, leaving it the snapshots
-  // it lacks: a ring's state at q depends only on the tokens before q.
-  for (auto it = retained_.begin(); it != retained_.end();) {
-    if (it->ids.size() > r.ids.size() ||
-        !std::equal(it->ids.begin(), it->ids.end(), r.ids.begin())) {
-      ++it;
-      continue;
-    }
-    if (!r.snapshot && it->snapshot) {
-      r.snapshot = std::move(it->snapshot);
-      r.logits = std::move(it->logits);
-    }
-    if (!r.branch && it->branch) r.branch = std::move(it->branch);
-    retained_bytes_ -= it->bytes;
-    it = retained_.erase(it);
-  }
-  r.bytes = r.cache->allocated_bytes() + (r.snapshot ? r.snapshot->bytes() : 0) +
-            (r.branch ? r.branch->bytes() : 0) + r.logits.size() * sizeof(float);
-  retained_bytes_ += r.bytes;
-  retained_.push_front(std::move(r));
+  kept_.Keep(std::move(r));
   EvictRetained(reserved_bytes_, 0);  // within the budget beside the running ones
 }
 
 void Engine::EvictRetained(size_t reserved, size_t need) {
-  while (!retained_.empty() && reserved + retained_bytes_ + need > kv_budget_bytes_) {
-    retained_bytes_ -= retained_.back().bytes;
-    retained_.pop_back();
-  }
+  const size_t used = reserved + need;
+  kept_.EvictTo(used < kv_budget_bytes_ ? kv_budget_bytes_ - used : 0);
 }
 
 void Engine::Step() {

@@ -15,6 +15,7 @@
 
 #include "model/causal_lm.h"
 #include "runtime/kv_cache/kv_cache.h"
+#include "runtime/scheduler/kept_caches.h"
 #include "runtime/scheduler/request.h"
 #include "runtime/sequence.h"
 #include "tokenizer/tokenizer.h"
@@ -27,8 +28,10 @@ struct EngineOptions {
   int ctx_size = 4096;       // most positions one sequence may hold
   int prefill_budget = 256;  // prompt tokens per step, shared by all prefilling sequences
   // Bytes the running sequences' KV caches may reserve together (--kv-memory). A request
-  // reserves its cache for prompt + max_tokens positions (at most ctx_size) when it starts; it
-  // waits in the queue until that fits, and one that could never fit is refused at Submit.
+  // reserves its cache for prompt + max_tokens positions (at most ctx_size) when it starts,
+  // less the whole blocks it shares with a kept cache it branches from (KeptCaches: counted
+  // once, in that cache's bytes); it waits in the queue until that fits, and one that could
+  // never fit is refused at Submit.
   // 0: room for max_batch caches of ctx_size positions (every request fits its slot).
   size_t kv_memory = 0;
   // Prefix reuse: a finished sequence's cache is kept (within kv_memory, least recently used
@@ -113,41 +116,14 @@ class Engine {
     EngineRequest req;
     std::shared_ptr<RequestHandle> handle;
     size_t kv_bytes = 0;
+    ResumePlan plan;  // where it resumes, decided when it is admitted
   };
-  // A finished sequence's cache kept for prefix reuse.
-  struct Retained {
-    std::unique_ptr<SequenceKvCache> cache;
-    std::vector<int32_t> ids;              // the tokens at positions [0, cache->size())
-    std::unique_ptr<KvSnapshot> snapshot;  // the cache when its prompt was in, or null
-    std::vector<float> logits;             // that prompt's last logits
-    std::unique_ptr<KvSnapshot> branch;    // the cache at its branch point (Resumed), or null
-    size_t bytes = 0;                      // the cache's allocation and the snapshots'
-  };
-  // Where a new sequence starts from the kept caches (TakeRetained).
-  struct Resumed {
-    std::unique_ptr<SequenceKvCache> cache;  // null: none shares a usable prefix
-    int32_t cached = 0;                      // the positions it holds
-    // The same prompt again: its last logits, and for a cache taken over its state there.
-    std::unique_ptr<KvSnapshot> snapshot;
-    std::vector<float> logits;
-    // Where the prompt leaves a kept cache part way in, past what could be resumed (0: no
-    // such point): the sequence keeps a snapshot there, so that the next prompt leaving at
-    // the same point (after a shared system prompt) resumes there once the rings have moved.
-    int32_t branch = 0;
-    // A cache taken over brings its branch snapshot (its prefix is the prompt's): the next
-    // prompt leaving there finds it in what this sequence keeps.
-    std::unique_ptr<KvSnapshot> branch_snapshot;
-  };
-
   void Loop();
   void Admit(std::deque<Queued>& batch);
   void Step();
   void Finish(Active& a, const std::string& reason);
-  // A cache holding the longest usable prefix `prompt` shares with a kept cache: that cache
-  // taken out of retained_ when the prompt goes on from all of it, else a copy put back into
-  // the prefix's state (restored from a snapshot or truncated) while the kept one stays
-  // (engine thread).
-  Resumed TakeRetained(const std::vector<int32_t>& prompt);
+  // Where the prompt of an admitted request resumes (KeptCaches::Take; engine thread).
+  Resumed TakeRetained(const ResumePlan& plan);
   // Keeps a finished sequence's cache (engine thread).
   void Retain(Active& a);
   // a's cache as it is now, or null (logged) when that fails (prefix reuse).
@@ -156,7 +132,7 @@ class Engine {
   // last (engine thread).
   void Deliver(Active& a, const std::vector<float>& logits);
   // Evicts kept caches, least recently used first, until `need` more bytes fit beside the
-  // running sequences' reservations (mu_ held).
+  // running sequences' reservations `reserved` (mu_ held).
   void EvictRetained(size_t reserved, size_t need);
   // Ends queued requests whose submitter cancelled them, before they cost a cache (engine
   // thread; they also stop holding a place in the queue).
@@ -185,8 +161,7 @@ class Engine {
   int admitting_ = 0;
   size_t reserved_bytes_ = 0;
   int64_t kv_blocks_in_use_ = 0, kv_bytes_in_use_ = 0;
-  std::deque<Retained> retained_;  // most recently used first; engine thread, but under mu_
-  size_t retained_bytes_ = 0;
+  KeptCaches kept_;  // engine thread, but under mu_
   StepGraphs::Stats decode_steps_;
 
   std::vector<std::unique_ptr<Active>> active_;  // engine thread only

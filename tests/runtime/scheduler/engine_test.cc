@@ -501,6 +501,50 @@ TEST_F(EngineTest, PrefixReuseBranchesFromAKeptCacheThatStays) {
   fresh.Shutdown(0ms);
 }
 
+// Branches of one kept cache hold its whole blocks instead of copies, and admission counts those
+// once, in the kept cache's bytes: two long branches run together beside it within a budget
+// smaller than two full reservations.
+TEST_F(EngineTest, BranchesOfAKeptCacheAreAdmittedOnWhatTheyAdd) {
+  EngineOptions eo = Options(4, 8192);
+  const std::vector<int32_t> base = Prompt(600, 7);  // kept with its snapshot at 600
+  EngineRequest reqs[2];
+  for (int i = 0; i < 2; ++i) {
+    reqs[i].prompt = base;
+    reqs[i].prompt.push_back(11 + i);
+    reqs[i].options = Greedy(7000);  // still running when the other starts (see above)
+    reqs[i].options.ignore_eos = true;
+  }
+  {
+    Engine probe(*model_, backend_, nullptr, eo);
+    probe.Start();
+    RunOne(probe, base, 2);
+    const size_t need = probe.KvBytesFor(601 + 7000);
+    const size_t shared = 2 * (probe.KvBytesFor(512) - probe.KvBytesFor(256));  // blocks 0, 1
+    eo.kv_memory = probe.Stats().retained_bytes + 2 * (need - shared) + shared / 4;
+    ASSERT_LT(eo.kv_memory, 2 * need);
+    probe.Shutdown(0ms);
+  }
+  Engine engine(*model_, backend_, nullptr, eo);
+  engine.Start();
+  RunOne(engine, base, 2);
+  auto x = engine.Submit(reqs[0]), y = engine.Submit(reqs[1]);
+  ASSERT_TRUE(x.ok() && y.ok());
+  RequestEvent ev;
+  ASSERT_TRUE((*x)->Next(&ev, 30s));
+  ASSERT_TRUE((*y)->Next(&ev, 30s));
+  const EngineStats st = engine.Stats();
+  EXPECT_EQ(st.running, 2) << "the second branch waited for the first";
+  EXPECT_EQ(st.retained_caches, 1);
+  EXPECT_LE(st.kv_cache_usage * static_cast<double>(eo.kv_memory) +
+                static_cast<double>(st.retained_bytes),
+            static_cast<double>(eo.kv_memory));
+  (*x)->Cancel();
+  (*y)->Cancel();
+  EXPECT_EQ(Wait(**x).stats.cached_tokens, 600);
+  EXPECT_EQ(Wait(**y).stats.cached_tokens, 600);
+  engine.Shutdown(0ms);
+}
+
 TEST_F(EngineTest, ShutdownEndsQueuedAndRunningRequests) {
   EngineOptions eo = Options(1, 4096);
   Engine engine(*model_, backend_, nullptr, eo);
