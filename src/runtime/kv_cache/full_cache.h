@@ -13,6 +13,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -21,6 +23,9 @@
 #include "runtime/kv_cache/block_pool.h"
 
 namespace g4 {
+
+// Blocks of KV pools, as (pool, block id): a block counted once over several caches.
+using KvBlockSet = std::set<std::pair<const KvBlockPool*, int32_t>>;
 
 class FullKvCache {
  public:
@@ -56,6 +61,15 @@ class FullKvCache {
   // The blocks this cache holds (shared ones too) and its positions.
   size_t bytes() const {
     return blocks_.size() * pool_->block_bytes() + static_cast<size_t>(capacity_) * 4;
+  }
+  // bytes() less the blocks already in `seen`, which gains this cache's: summed over several
+  // caches, a block they share is counted once.
+  size_t UnseenBytes(KvBlockSet* seen) const {
+    size_t n = static_cast<size_t>(capacity_) * 4;
+    for (const int32_t b : blocks_) {
+      if (seen->emplace(pool_.get(), b).second) n += pool_->block_bytes();
+    }
+    return n;
   }
   // Moves when the cache grows; the pool's array moves when pool_generation() changes.
   const void* storage() const { return pos_.data(); }

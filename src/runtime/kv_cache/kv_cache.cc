@@ -131,6 +131,14 @@ size_t SequenceKvCache::allocated_bytes() const {
   return n;
 }
 
+size_t SequenceKvCache::UnseenBytes(KvBlockSet* seen) const {
+  size_t n = ring_bytes_;
+  for (const auto& slot : layers_) {
+    if (const auto* blocks = std::get_if<FullKvCache>(&slot)) n += blocks->UnseenBytes(seen);
+  }
+  return n;
+}
+
 size_t KvSnapshot::bytes() const {
   size_t n = 0;
   for (const auto& r : rings_) n += r ? r->bytes() : 0;

@@ -78,6 +78,9 @@ class SequenceKvCache : public KvStore {
   // held now: the rings plus those blocks. The server's /metrics sums these over sequences.
   size_t num_blocks() const;
   size_t allocated_bytes() const;
+  // allocated_bytes() less the full layers' blocks already in `seen`, which gains this cache's
+  // (FullKvCache::UnseenBytes): summed over caches that share blocks, each counted once.
+  size_t UnseenBytes(KvBlockSet* seen) const;
   // "KV cache: 15 of 35 layers own K/V (12 sliding rings of 512, 3 full); bf16; 3072 B/token; ..."
   std::string Describe() const;
   void Reset();

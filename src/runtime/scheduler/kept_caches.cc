@@ -1,6 +1,7 @@
 #include "runtime/scheduler/kept_caches.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "core/log.h"
 
@@ -98,7 +99,7 @@ Resumed KeptCaches::Take(const ResumePlan& plan) {
   if (plan.take_over) {
     KeptCache r = std::move(*it);
     kept_.erase(it);
-    bytes_ -= r.bytes;
+    Recount();
     out.cache = std::move(r.cache);
     out.branch_snapshot = std::move(r.branch);
     if (plan.same_prompt) {  // the state at the prompt's end stays this sequence's snapshot
@@ -146,24 +147,31 @@ void KeptCaches::Keep(KeptCache r) {
       r.logits = std::move(it->logits);
     }
     if (!r.branch && it->branch) r.branch = std::move(it->branch);
-    bytes_ -= it->bytes;
     it = kept_.erase(it);
   }
-  r.bytes = r.cache->allocated_bytes() + (r.snapshot ? r.snapshot->bytes() : 0) +
-            (r.branch ? r.branch->bytes() : 0) + r.logits.size() * sizeof(float);
   r.id = next_id_++;
   r.pins = 0;
   r.claimed = false;
-  bytes_ += r.bytes;
   kept_.push_front(std::move(r));
+  Recount();
 }
 
 void KeptCaches::EvictTo(size_t limit) {
-  for (auto it = kept_.end(); it != kept_.begin() && bytes_ > limit;) {
-    --it;
-    if (it->pins > 0 || it->claimed) continue;
-    bytes_ -= it->bytes;
-    it = kept_.erase(it);
+  while (bytes_ > limit) {
+    auto it = std::find_if(kept_.rbegin(), kept_.rend(),
+                           [](const KeptCache& k) { return k.pins == 0 && !k.claimed; });
+    if (it == kept_.rend()) return;
+    kept_.erase(std::next(it).base());
+    Recount();  // what it shared with the others stays
+  }
+}
+
+void KeptCaches::Recount() {
+  KvBlockSet seen;
+  bytes_ = 0;
+  for (const KeptCache& k : kept_) {
+    bytes_ += k.cache->UnseenBytes(&seen) + (k.snapshot ? k.snapshot->bytes() : 0) +
+              (k.branch ? k.branch->bytes() : 0) + k.logits.size() * sizeof(float);
   }
 }
 

@@ -24,7 +24,6 @@ struct KeptCache {
   std::unique_ptr<KvSnapshot> snapshot;  // the cache when its prompt was in, or null
   std::vector<float> logits;             // that prompt's last logits
   std::unique_ptr<KvSnapshot> branch;    // the cache at its branch point (Resumed), or null
-  size_t bytes = 0;                      // the cache's allocation and the snapshots' (Keep)
   uint64_t id = 0;                       // set by Keep
   int pins = 0;                          // plans and sequences branching from it
   bool claimed = false;                  // a plan takes it over
@@ -83,11 +82,14 @@ class KeptCaches {
   void EvictTo(size_t limit);
   void Clear();
 
+  // What the kept caches hold: their allocations, snapshots and logits, a block several of
+  // them share counted once (blocks they share with running branches are counted here).
   size_t bytes() const { return bytes_; }
   int size() const { return static_cast<int>(kept_.size()); }
 
  private:
   KeptCache* Find(uint64_t id);
+  void Recount();
 
   std::deque<KeptCache> kept_;  // most recently used first
   size_t bytes_ = 0;

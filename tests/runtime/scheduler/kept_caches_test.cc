@@ -1,6 +1,6 @@
 // KeptCaches: a branch pins the kept cache it shares whole blocks with, so that those blocks are
 // counted once; a pinned cache is not evicted, taken over or superseded; a cache a plan takes
-// over is claimed (no other plan uses it).
+// over is claimed (no other plan uses it); kept caches that share blocks count them once.
 #include "runtime/scheduler/kept_caches.h"
 
 #include <gtest/gtest.h>
@@ -129,6 +129,30 @@ TEST_F(KeptCachesTest, ATakeOverIsClaimedAndAPinnedCacheIsCopiedInstead) {
   kept.Unpin(rc.pinned);
   kept.Keep(Kept(320));  // now it goes, and so does the unpinned 310
   EXPECT_EQ(kept.size(), 1);
+}
+
+TEST_F(KeptCachesTest, KeptCachesCountTheBlocksTheyShareOnce) {
+  KeptCaches kept;
+  kept.Keep(Kept(600, 520));
+  const size_t alone = kept.bytes();
+  const ResumePlan plan = kept.Plan(Prompt(520, {900}));
+  Resumed branch = kept.Take(plan);
+  ASSERT_NE(branch.cache, nullptr);
+  ASSERT_GT(plan.shared_bytes, 0u);
+  // The branch runs on to 560 (a copy of the block holding 512-519 first) and is kept too.
+  ASSERT_TRUE(FillKvCache(model_->info(), backend_, *branch.cache, 560).ok());
+  kept.Unpin(branch.pinned);
+  KeptCache b;
+  b.cache = std::move(branch.cache);
+  b.ids = Prompt(520, std::vector<int32_t>(40, 900));
+  const size_t b_alone = b.cache->allocated_bytes();
+  kept.Keep(std::move(b));
+  EXPECT_EQ(kept.size(), 2);
+  EXPECT_EQ(kept.bytes(), alone + b_alone - plan.shared_bytes);
+  // The older one goes first, and what it shared stays counted with the branch.
+  kept.EvictTo(kept.bytes() - 1);
+  EXPECT_EQ(kept.size(), 1);
+  EXPECT_EQ(kept.bytes(), b_alone);
 }
 
 }  // namespace
