@@ -20,12 +20,14 @@
 
 #include <unistd.h>
 
+#include "core/thread_pool.h"
 #include "loader/safetensors.h"
 #include "loader/safetensors_writer.h"
 #include "loader/weight_store.h"
 #include "model/gemma4/model.h"
 #include "model/gemma4/tensors.h"
 #include "model/model_test_util.h"
+#include "ops/quantize.h"
 #include "synthetic/gemma4.h"
 
 namespace g4 {
@@ -281,6 +283,27 @@ TEST_F(QuantModelTest, AutoHeadIsQ8ForW4A16AndAsStoredForFloat) {
   ASSERT_TRUE(w4_int8.ok()) << w4_int8.status().ToString();
   EXPECT_EQ((*w4_int8)->weights().lm_head.quant.kind, QuantKind::kQ8_0);
   EXPECT_EQ((*w4_int8)->weights().lm_head.shape, (*w4_int8)->weights().embed.shape);
+}
+
+// With int8 activations a float head whose hidden size is whole blocks of 256 (the MoE model's
+// 256) becomes Q6_K blocks where this CPU packs them, the head llama.cpp's Q4 files carry; the
+// tiny model's 64 stays Q8_0 (above).
+TEST_F(QuantModelTest, Int8ActivationsTakeAQ6KHeadWhereItIsPacked) {
+  LoadOptions int8;
+  int8.int8_matvec = true;
+  int8.pack_weight = Backend(BackendKind::kCpu, 1, MatVec::kQ8).weight_packer();
+  ThreadPool pool(1);
+  const std::vector<float> rows(16 * 256, 0.25f);
+  auto q6k = QuantizeWeight(pool, TensorView(rows.data(), DType::kF32, {16, 256}), QuantKind::kQ6_K,
+                            0, DType::kF32);
+  ASSERT_TRUE(q6k.ok()) << q6k.status().ToString();
+  const bool packed = int8.pack_weight != nullptr && int8.pack_weight(pool, q6k->view).panels;
+  auto m = Gemma4Model::Load(TestDir(Tag("26b-a4b-like", "w4a16")).string(), int8);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const TensorView& head = (*m)->weights().lm_head;
+  EXPECT_EQ(head.quant.kind, packed ? QuantKind::kQ6_K : QuantKind::kQ8_0);
+  EXPECT_EQ(head.quant.panels != nullptr, packed);
+  EXPECT_EQ(head.shape, (*m)->weights().embed.shape);
 }
 
 // W4A16's groups of 32 are Q4_0's grid: with int8 activations (MatVec::kQ8) every quantized

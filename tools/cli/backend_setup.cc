@@ -16,8 +16,9 @@ void AddModelOptions(CLI::App* sub, ModelFlags* flags) {
   sub->add_option("--backend", flags->backend, "cpu (SIMD, threaded), ref (scalar oracle) or cuda");
   sub->add_option("--threads", flags->threads, "Threads for the cpu backend (0: all cores)");
   sub->add_option("--head", flags->head,
-                  "LM head: auto (q8 for W4A16 checkpoints on the cpu, else as stored), bf16 (as "
-                  "stored), q8, q4, q8_0, q6_k (GGUF blocks; with --matvec q8)");
+                  "LM head: auto (for W4A16 checkpoints on the cpu: q8, or with --matvec q8 "
+                  "q6_k where the hidden size is whole blocks of 256, else q8_0; otherwise as "
+                  "stored), bf16 (as stored), q8, q4, q8_0, q6_k (GGUF blocks; with --matvec q8)");
   sub->add_option("--matvec", flags->matvec,
                   "GGUF matmuls: exact (f32 activations) or q8 (int8 activations and integer dot "
                   "products against Q4_0 / Q5_0 / Q8_0 / Q4_K / Q6_K, as llama.cpp; on AVX-512 "
