@@ -5,7 +5,7 @@
 
 namespace g4 {
 
-Status KvBlockPool::Allocate(int64_t n, std::vector<int32_t>* out) {
+Status KvBlockPool::Allocate(int64_t n, std::vector<int32_t>* out, int64_t filled) {
   const int64_t have = static_cast<int64_t>(free_.size());
   if (n > have) {
     const int64_t cap = capacity();
@@ -22,14 +22,23 @@ Status KvBlockPool::Allocate(int64_t n, std::vector<int32_t>* out) {
     free_.insert(free_.begin(), added.begin(), added.end());
     ++generation_;
   }
+  // Zeroed a run of consecutive blocks at a time (a cache growing alone gets b, b + 1, ...):
+  // one call each, a device memset rather than one per block.
+  int64_t run = 0, end = 0;  // blocks [run, end) not zeroed yet
   for (int64_t i = 0; i < n; ++i) {
     const int32_t b = free_.back();
     free_.pop_back();
-    G4_RETURN_IF_ERROR(rows_.Zero(int64_t{b} * block_size_, int64_t{b + 1} * block_size_));
     refs_[static_cast<size_t>(b)] = 1;
     out->push_back(b);
+    if (b == end && filled == 0) {
+      ++end;
+      continue;
+    }
+    G4_RETURN_IF_ERROR(rows_.Zero(run * block_size_ + filled, end * block_size_));
+    run = b;
+    end = b + 1;
   }
-  return Status();
+  return rows_.Zero(run * block_size_ + filled, end * block_size_);
 }
 
 void KvBlockPool::Unref(int32_t block) {

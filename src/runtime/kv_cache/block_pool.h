@@ -29,8 +29,9 @@ class KvBlockPool {
       : rows_(memory, dtype, row), block_size_(block_size) {}
 
   // `n` free blocks, zeroed (empty entries are masked by position but must not hold NaN
-  // bytes), each with one reference, appended to *out; the array grows (once) to hold them.
-  Status Allocate(int64_t n, std::vector<int32_t>* out);
+  // bytes) from entry `filled` on (the caller writes the entries before it: a copy), each
+  // with one reference, appended to *out; the array grows (once) to hold them.
+  Status Allocate(int64_t n, std::vector<int32_t>* out, int64_t filled = 0);
   void Ref(int32_t block) { ++refs_[static_cast<size_t>(block)]; }
   // Drops a reference; a block no cache holds is free for Allocate.
   void Unref(int32_t block);

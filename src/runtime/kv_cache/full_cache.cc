@@ -68,10 +68,10 @@ Status FullKvCache::OwnBlocks(int64_t from, int64_t to) {
   for (int64_t b = from / block_size_; b < (to + block_size_ - 1) / block_size_; ++b) {
     const int32_t old = blocks_[static_cast<size_t>(b)];
     if (!pool_->shared(old)) continue;
-    std::vector<int32_t> fresh;
-    G4_RETURN_IF_ERROR(pool_->Allocate(1, &fresh));
     // The entries of the block this cache still holds (below size_) come along.
     const int64_t keep = std::clamp<int64_t>(size_ - b * block_size_, 0, block_size_);
+    std::vector<int32_t> fresh;
+    G4_RETURN_IF_ERROR(pool_->Allocate(1, &fresh, keep));
     G4_RETURN_IF_ERROR(pool_->CopyBlock(old, fresh[0], keep));
     pool_->Unref(old);
     blocks_[static_cast<size_t>(b)] = fresh[0];
