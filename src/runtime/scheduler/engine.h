@@ -65,7 +65,8 @@ struct EngineStats {
   int64_t kv_blocks_in_use = 0;
   int64_t kv_bytes_in_use = 0;
   // Finished sequences' caches kept for prefix reuse (EngineOptions::prefix_reuse), and their
-  // bytes (with their snapshots); they count against kv_budget_bytes and are evicted first.
+  // bytes (with their snapshots; a block several hold counted once, KeptCaches::bytes); they
+  // count against kv_budget_bytes and are evicted first.
   int retained_caches = 0;
   size_t retained_bytes = 0;
   // How decode steps ran since start-up, warm-up included: replayed or recorded as a CUDA graph,
